@@ -1,0 +1,92 @@
+//! `DynModel`: a model with its protocol type erased, so that a registry of systems and the
+//! command line can check, describe and replay any of them through one interface.
+
+use crate::{Check, CheckOptions, Report};
+use foretell_model::{Budget, Model, ModelError, NetworkKind, Protocol, ReplayError, Simulator, Trace, TraceVerdict};
+use serde::Serialize;
+
+/// A declared property, by name and kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PropertySummary {
+    /// The name.
+    pub name: String,
+    /// `always`, `sometimes` or `eventually`.
+    pub kind: String,
+}
+
+/// What a model is, for listings and reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ModelSummary {
+    /// The node count.
+    pub nodes: usize,
+    /// The network kind.
+    pub network: NetworkKind,
+    /// The reset budget.
+    pub resets: String,
+    /// The loss budget.
+    pub drops: String,
+    /// The duplication budget.
+    pub duplicates: String,
+    /// The declared properties.
+    pub properties: Vec<PropertySummary>,
+}
+
+/// The outcome of a successful replay.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReplaySummary {
+    /// Steps re-executed.
+    pub steps: usize,
+    /// The violation reproduced, if the trace ends in one.
+    pub verdict: Option<TraceVerdict>,
+}
+
+/// Any model, whatever its protocol type.
+pub trait DynModel: Send + Sync {
+    /// The model's shape and properties.
+    fn summary(&self) -> ModelSummary;
+
+    /// Runs a search.
+    ///
+    /// # Errors
+    /// The model's [`ModelError`] if it does not validate.
+    fn check(&self, options: &CheckOptions) -> Result<Report, ModelError>;
+
+    /// Re-executes a trace against this model.
+    ///
+    /// # Errors
+    /// A [`ReplayError`] naming the first step that departs from the trace (a model that does
+    /// not validate is reported at step 0).
+    fn replay(&self, trace: &Trace) -> Result<ReplaySummary, ReplayError>;
+}
+
+fn budget(b: Budget) -> String {
+    b.to_string()
+}
+
+impl<P: Protocol> DynModel for Model<P> {
+    fn summary(&self) -> ModelSummary {
+        let faults = self.fault_budget();
+        ModelSummary {
+            nodes: self.node_count(),
+            network: self.network_kind(),
+            resets: budget(faults.resets),
+            drops: budget(faults.drops),
+            duplicates: budget(faults.duplicates),
+            properties: self
+                .properties()
+                .iter()
+                .map(|p| PropertySummary { name: p.name().to_string(), kind: p.kind().to_string() })
+                .collect(),
+        }
+    }
+
+    fn check(&self, options: &CheckOptions) -> Result<Report, ModelError> {
+        Check::with_options(self, options.clone()).try_run()
+    }
+
+    fn replay(&self, trace: &Trace) -> Result<ReplaySummary, ReplayError> {
+        let sim = Simulator::new(self).map_err(|e| ReplayError { step: 0, reason: e.to_string() })?;
+        let replayed = sim.replay(trace)?;
+        Ok(ReplaySummary { steps: trace.steps.len(), verdict: replayed.verdict })
+    }
+}

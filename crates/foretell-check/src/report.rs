@@ -1,0 +1,224 @@
+//! The report an engine returns: a verdict per property, statistics, and a trace per violation.
+
+use crate::EngineKind;
+use foretell_model::{PropertyKind, Trace, ViolationKind};
+use serde::Serialize;
+use std::fmt::{self, Write as _};
+
+/// Why a search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Completion {
+    /// Every reachable world was explored.
+    Exhausted,
+    /// Every world within the depth bound was explored; some had successors beyond it.
+    DepthBound,
+    /// The bound on distinct worlds was reached.
+    StatesBound,
+    /// The time bound was reached.
+    TimeBound,
+    /// The run was interrupted.
+    Interrupted,
+    /// The search stopped at the first violation.
+    Violation,
+}
+
+impl Completion {
+    /// Whether the search explored everything it was asked to: a `holds` verdict then covers
+    /// the whole space within the depth bound.
+    pub fn is_complete(self) -> bool {
+        matches!(self, Completion::Exhausted | Completion::DepthBound)
+    }
+}
+
+impl fmt::Display for Completion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Completion::Exhausted => "every reachable world explored",
+            Completion::DepthBound => "every world within the depth bound explored",
+            Completion::StatesBound => "stopped at the state bound",
+            Completion::TimeBound => "stopped at the time bound",
+            Completion::Interrupted => "interrupted",
+            Completion::Violation => "stopped at the first violation",
+        })
+    }
+}
+
+/// A property's status at the end of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// No violation in the worlds explored (see [`Report::completion`] for how far that went).
+    Holds,
+    /// Violated; the report has its trace.
+    Violated,
+    /// A `sometimes` property held in some explored world.
+    Covered,
+    /// A `sometimes` property held in no explored world.
+    NotCovered,
+    /// An `eventually` property, which the safety engines do not check.
+    NotChecked,
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Holds => "holds",
+            Status::Violated => "violated",
+            Status::Covered => "covered",
+            Status::NotCovered => "not covered",
+            Status::NotChecked => "not checked by this engine",
+        })
+    }
+}
+
+/// One property's line in a report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PropertyReport {
+    /// The name.
+    pub name: String,
+    /// `always`, `sometimes`, `eventually`, or `assertion`/`panic` for undeclared ones.
+    pub kind: String,
+    /// The status.
+    pub status: Status,
+}
+
+/// A violation with the trace that reaches it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Violation {
+    /// The property.
+    pub property: String,
+    /// How it was violated.
+    pub kind: ViolationKind,
+    /// A human-readable detail.
+    pub message: String,
+    /// The trace from an initial world to the violation.
+    pub trace: Trace,
+}
+
+/// Counts of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Distinct worlds found, initial ones included.
+    pub unique_states: u64,
+    /// Steps executed to generate successors (re-executions not counted).
+    pub transitions: u64,
+    /// The deepest world found, in steps from an initial world.
+    pub max_depth: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+impl Stats {
+    /// Distinct worlds per second.
+    pub fn states_per_second(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.unique_states as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// What an engine found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// The engine.
+    pub engine: EngineKind,
+    /// Why the search ended.
+    pub completion: Completion,
+    /// Every property with its status.
+    pub properties: Vec<PropertyReport>,
+    /// The violations found, each with its trace.
+    pub violations: Vec<Violation>,
+    /// Counts.
+    pub stats: Stats,
+}
+
+impl Report {
+    /// `"violated"` if a violation was found, otherwise `"holds"`.
+    pub fn verdict(&self) -> &'static str {
+        if self.violations.is_empty() {
+            "holds"
+        } else {
+            "violated"
+        }
+    }
+
+    /// The status of property `name`, if the report has it.
+    pub fn status(&self, name: &str) -> Option<Status> {
+        self.properties.iter().find(|p| p.name == name).map(|p| p.status)
+    }
+
+    /// The violation of property `name`, if one was found.
+    pub fn violation(&self, name: &str) -> Option<&Violation> {
+        self.violations.iter().find(|v| v.property == name)
+    }
+
+    /// Asserts, from a test, that the run explored everything it was asked to and found no
+    /// violation of `name`.
+    ///
+    /// # Panics
+    /// With the report and the violating trace, if `name` was violated, is unknown, or the run
+    /// stopped early.
+    pub fn assert_holds(&self, name: &str) -> &Self {
+        match self.status(name) {
+            Some(Status::Holds) if self.completion.is_complete() => self,
+            Some(Status::Holds) => panic!("{name:?} held, but the search {}\n{self}", self.completion),
+            Some(Status::Violated) => {
+                let trace = &self.violation(name).expect("a violated property has a trace").trace;
+                panic!("{name:?} is violated:\n{}\n{self}", trace.to_text(true))
+            }
+            Some(other) => panic!("{name:?} is {other}, not an invariant that holds\n{self}"),
+            None => panic!("no property is named {name:?}\n{self}"),
+        }
+    }
+
+    /// Asserts, from a test, that `name` was violated, and returns the violation.
+    ///
+    /// # Panics
+    /// With the report, if it was not.
+    pub fn assert_violated(&self, name: &str) -> &Violation {
+        self.violation(name).unwrap_or_else(|| panic!("expected a violation of {name:?}\n{self}"))
+    }
+
+    /// Asserts, from a test, that the `sometimes` property `name` was covered.
+    ///
+    /// # Panics
+    /// With the report, if it was not.
+    pub fn assert_covered(&self, name: &str) -> &Self {
+        match self.status(name) {
+            Some(Status::Covered) => self,
+            other => panic!("expected {name:?} to be covered, it is {other:?}\n{self}"),
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.stats;
+        let mut text = String::new();
+        let _ = writeln!(text, "verdict: {} ({}; engine {})", self.verdict(), self.completion, self.engine);
+        for p in &self.properties {
+            let _ = writeln!(text, "  {:<10} {:<32} {}", p.kind, p.name, p.status);
+        }
+        let _ = write!(
+            text,
+            "states: {} unique, {} transitions, max depth {}, {:.2} s ({:.0} states/s)",
+            s.unique_states,
+            s.transitions,
+            s.max_depth,
+            s.seconds,
+            s.states_per_second()
+        );
+        f.write_str(&text)
+    }
+}
+
+pub(crate) fn kind_name(kind: PropertyKind) -> &'static str {
+    match kind {
+        PropertyKind::Always => "always",
+        PropertyKind::Sometimes => "sometimes",
+        PropertyKind::Eventually => "eventually",
+    }
+}

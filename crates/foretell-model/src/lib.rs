@@ -1,0 +1,52 @@
+//! The foretell protocol model.
+//!
+//! A distributed system is written once as a [`Protocol`]: the code of one node, a deterministic
+//! state machine whose handlers (message, timer, application input, transport error) run to
+//! completion and never block. A [`Model`] puts a protocol in an environment — a node count, a
+//! [`NetworkKind`], a fault budget ([`Faults`]), a [`Driver`] of application inputs and the
+//! [`Property`]s to check — and the [`Simulator`] turns it into worlds and steps.
+//!
+//! The key design decision is the *one seam*: every source of non-determinism — which event runs
+//! next, every [`Out::choose`] inside a handler, every fault — is an answer to a question the
+//! simulator asks. A step is identified by an [`Action`] plus the handler's choice values, so
+//! exhaustive search, stateless re-execution, random walks and trace replay are only different
+//! answerers (MaceMC, NSDI'07, section 3.1: "the model checker controls all sources of
+//! non-determinism ... the system calls Choose").
+//!
+//! This crate knows nothing about engines, threads, files or clocks: the same model, action and
+//! choices always give the same world, with the same [`Fingerprint`] on every machine.
+
+#![deny(missing_docs)]
+
+mod event;
+mod fingerprint;
+mod ignored;
+mod model;
+mod network;
+mod node_id;
+mod out;
+mod property;
+mod protocol;
+mod simulator;
+mod trace;
+mod trace_text;
+mod world;
+
+pub use event::{Action, Event};
+pub use fingerprint::{Fingerprint, FingerprintHasher};
+pub use ignored::Ignored;
+pub use model::{Budget, Driver, Faults, Model, ModelError};
+pub use network::{Envelope, NetworkKind};
+pub use node_id::NodeId;
+pub use out::{Chooser, Out};
+pub use property::{Property, PropertyKind};
+pub use protocol::Protocol;
+pub use simulator::{
+    ChoiceOdometer, EventOf, FixedChoices, Simulator, StepOutcome, StepRecord, StepViolation, Successor,
+    ViolationKind,
+};
+pub use trace::{
+    Replayed, ReplayError, SentMessage, SystemRef, Trace, TraceError, TraceInitial, TraceStep, TraceVerdict, TRACE_FORMAT,
+    TRACE_VERSION,
+};
+pub use world::{NodeView, World};

@@ -1,0 +1,338 @@
+//! `Model`: a protocol placed in an environment — nodes, network, faults, driver, properties.
+//!
+//! The model is the whole input of every engine. It is plain data plus the protocol value and
+//! the property predicates, built with a small builder and validated once by
+//! [`crate::Simulator::new`], so engines can trust it.
+
+use crate::{NetworkKind, NodeId, Property, PropertyKind, Protocol, World};
+use std::fmt;
+use std::sync::Arc;
+
+/// How many faults of one kind a run may inject.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Budget {
+    /// None at all.
+    #[default]
+    Off,
+    /// At most this many along any trace. The count used is part of the world.
+    Limited(u32),
+    /// Any number. The count is not tracked, so it does not split worlds.
+    Unbounded,
+}
+
+impl Budget {
+    /// A budget of `n` faults (`Off` for 0).
+    pub fn at_most(n: u32) -> Self {
+        if n == 0 {
+            Budget::Off
+        } else {
+            Budget::Limited(n)
+        }
+    }
+
+    /// Whether one more fault is allowed after `used`.
+    pub fn allows(self, used: u32) -> bool {
+        match self {
+            Budget::Off => false,
+            Budget::Limited(max) => used < max,
+            Budget::Unbounded => true,
+        }
+    }
+
+    /// Whether faults of this kind are counted in the world.
+    pub fn counted(self) -> bool {
+        matches!(self, Budget::Limited(_))
+    }
+}
+
+impl fmt::Display for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Budget::Off => write!(f, "0"),
+            Budget::Limited(n) => write!(f, "{n}"),
+            Budget::Unbounded => write!(f, "unbounded"),
+        }
+    }
+}
+
+/// The fault budget: node resets, message loss and duplication.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// Node resets (crash and restart through [`Protocol::restart`]).
+    pub resets: Budget,
+    /// The nodes that may reset; `None` means every node.
+    pub resettable: Option<Vec<NodeId>>,
+    /// Message losses.
+    pub drops: Budget,
+    /// Message duplications.
+    pub duplicates: Budget,
+}
+
+impl Faults {
+    /// No faults.
+    pub fn none() -> Self {
+        Faults::default()
+    }
+
+    /// Sets the reset budget.
+    pub fn resets(mut self, budget: Budget) -> Self {
+        self.resets = budget;
+        self
+    }
+
+    /// Restricts resets to `nodes`.
+    pub fn resettable(mut self, nodes: impl IntoIterator<Item = NodeId>) -> Self {
+        self.resettable = Some(nodes.into_iter().collect());
+        self
+    }
+
+    /// Sets the loss budget.
+    pub fn drops(mut self, budget: Budget) -> Self {
+        self.drops = budget;
+        self
+    }
+
+    /// Sets the duplication budget.
+    pub fn duplicates(mut self, budget: Budget) -> Self {
+        self.duplicates = budget;
+        self
+    }
+
+    pub(crate) fn may_reset(&self, node: NodeId) -> bool {
+        self.resettable.as_ref().is_none_or(|nodes| nodes.contains(&node))
+    }
+}
+
+/// The test driver: application inputs given to nodes (MaceMC's SimApplication).
+#[derive(Clone, Debug)]
+pub struct Driver<P: Protocol> {
+    pub(crate) once: Vec<(NodeId, P::Input)>,
+    pub(crate) spontaneous: Vec<(NodeId, P::Input)>,
+}
+
+impl<P: Protocol> Default for Driver<P> {
+    fn default() -> Self {
+        Driver { once: Vec::new(), spontaneous: Vec::new() }
+    }
+}
+
+impl<P: Protocol> Driver<P> {
+    /// A driver that gives no input.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A one-shot input: delivered exactly once, at whatever point the search chooses.
+    pub fn input(mut self, node: NodeId, input: P::Input) -> Self {
+        self.once.push((node, input));
+        self
+    }
+
+    /// A spontaneous input: offered in every world, any number of times (a handler that ignores
+    /// it makes a self-loop). TLA+ actions without a triggering message become these.
+    pub fn spontaneous(mut self, node: NodeId, input: P::Input) -> Self {
+        self.spontaneous.push((node, input));
+        self
+    }
+
+    /// The one-shot inputs, in order.
+    pub fn one_shot_inputs(&self) -> &[(NodeId, P::Input)] {
+        &self.once
+    }
+
+    /// The spontaneous inputs, in order.
+    pub fn spontaneous_inputs(&self) -> &[(NodeId, P::Input)] {
+        &self.spontaneous
+    }
+}
+
+/// A protocol in its environment: what every engine checks.
+///
+/// # Examples
+/// ```
+/// # use foretell_model::*;
+/// # struct Counter;
+/// # impl Protocol for Counter {
+/// #     type State = u8; type Msg = (); type Timer = (); type Input = ();
+/// #     fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u8 { 0 }
+/// #     fn on_message(&self, _: NodeId, _: &mut u8, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+/// #     fn on_input(&self, _: NodeId, s: &mut u8, _: &(), _: &mut Out<'_, Self>) { *s = s.saturating_add(1).min(3) }
+/// # }
+/// let model = Model::new(Counter)
+///     .nodes(2)
+///     .driver(Driver::new().spontaneous(NodeId(0), ()))
+///     .always("small", |w: &World<Counter>| w.states().all(|s| *s <= 3));
+/// assert_eq!(model.node_count(), 2);
+/// ```
+pub struct Model<P: Protocol> {
+    protocol: P,
+    nodes: usize,
+    network: NetworkKind,
+    faults: Faults,
+    driver: Driver<P>,
+    properties: Vec<Property<P>>,
+}
+
+impl<P: Protocol> Model<P> {
+    /// A model of one node of `protocol` on an unordered network, with no faults, no inputs and
+    /// no properties.
+    pub fn new(protocol: P) -> Self {
+        Model {
+            protocol,
+            nodes: 1,
+            network: NetworkKind::Unordered,
+            faults: Faults::none(),
+            driver: Driver::new(),
+            properties: Vec::new(),
+        }
+    }
+
+    /// Sets the node count.
+    pub fn nodes(mut self, count: usize) -> Self {
+        self.nodes = count;
+        self
+    }
+
+    /// Sets the network kind.
+    pub fn network(mut self, kind: NetworkKind) -> Self {
+        self.network = kind;
+        self
+    }
+
+    /// Sets the fault budget.
+    pub fn faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// Sets the driver.
+    pub fn driver(mut self, driver: Driver<P>) -> Self {
+        self.driver = driver;
+        self
+    }
+
+    /// Adds a safety invariant: `predicate` must hold in every reachable world.
+    pub fn always(
+        self,
+        name: impl Into<String>,
+        predicate: impl Fn(&World<P>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.property(PropertyKind::Always, name, predicate)
+    }
+
+    /// Adds a reachability goal: some reachable world should satisfy `predicate` (reported as
+    /// covered or not covered).
+    pub fn sometimes(
+        self,
+        name: impl Into<String>,
+        predicate: impl Fn(&World<P>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.property(PropertyKind::Sometimes, name, predicate)
+    }
+
+    /// Adds a liveness property: `predicate` should eventually hold (a world where it holds is
+    /// *live*). Checked by the liveness engines.
+    pub fn eventually(
+        self,
+        name: impl Into<String>,
+        predicate: impl Fn(&World<P>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.property(PropertyKind::Eventually, name, predicate)
+    }
+
+    fn property(
+        mut self,
+        kind: PropertyKind,
+        name: impl Into<String>,
+        predicate: impl Fn(&World<P>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.properties.push(Property { name: name.into(), kind, predicate: Arc::new(predicate) });
+        self
+    }
+
+    /// The protocol.
+    pub fn protocol(&self) -> &P {
+        &self.protocol
+    }
+
+    /// The node count.
+    pub fn node_count(&self) -> usize {
+        self.nodes
+    }
+
+    /// The network kind.
+    pub fn network_kind(&self) -> NetworkKind {
+        self.network
+    }
+
+    /// The fault budget.
+    pub fn fault_budget(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// The driver.
+    pub fn input_driver(&self) -> &Driver<P> {
+        &self.driver
+    }
+
+    /// The properties, in declaration order.
+    pub fn properties(&self) -> &[Property<P>] {
+        &self.properties
+    }
+
+    /// Checks that the model makes sense; engines call this through [`crate::Simulator::new`].
+    ///
+    /// # Errors
+    /// A [`ModelError`] naming the first problem found.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        if self.nodes == 0 {
+            return Err(ModelError::NoNodes);
+        }
+        let inputs = self.driver.once.iter().chain(&self.driver.spontaneous);
+        if let Some((node, _)) = inputs.into_iter().find(|(n, _)| n.index() >= self.nodes) {
+            return Err(ModelError::UnknownNode { node: *node, nodes: self.nodes });
+        }
+        if let Some(node) = self.faults.resettable.iter().flatten().find(|n| n.index() >= self.nodes) {
+            return Err(ModelError::UnknownNode { node: *node, nodes: self.nodes });
+        }
+        if self.driver.once.len() > 64 {
+            return Err(ModelError::TooManyInputs(self.driver.once.len()));
+        }
+        let lossy = self.faults.drops != Budget::Off || self.faults.duplicates != Budget::Off;
+        if lossy && !self.network.consumes() {
+            return Err(ModelError::FaultsOnGrowOnly);
+        }
+        for (i, p) in self.properties.iter().enumerate() {
+            if self.properties[..i].iter().any(|q| q.name == p.name) {
+                return Err(ModelError::DuplicateProperty(p.name.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a model cannot be checked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The model has no nodes.
+    #[error("the model has no nodes")]
+    NoNodes,
+    /// An input or a resettable node names a node the model does not have.
+    #[error("node {node} does not exist (the model has {nodes} nodes)")]
+    UnknownNode {
+        /// The missing node.
+        node: NodeId,
+        /// The node count.
+        nodes: usize,
+    },
+    /// More one-shot inputs than the world's pending-input set holds.
+    #[error("{0} one-shot inputs: at most 64 are supported")]
+    TooManyInputs(usize),
+    /// Loss or duplication on a grow-only network, where neither means anything.
+    #[error("message loss and duplication do not apply to a grow-only network")]
+    FaultsOnGrowOnly,
+    /// Two properties share a name.
+    #[error("two properties are named {0:?}")]
+    DuplicateProperty(String),
+}

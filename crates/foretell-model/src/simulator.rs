@@ -1,0 +1,620 @@
+//! The simulator: enabled events of a world, and deterministic steps.
+//!
+//! This is MaceMC's simulator loop (NSDI'07, section 3.1, Algorithm 1) turned inside out: the
+//! simulator only answers "which events are enabled here" and "what world does this event, with
+//! these choice values, lead to"; the engine decides which event runs next. A step runs the
+//! handler on a copy of the one node it touches, catches a panic as a violation, applies the
+//! sends to the network and reseals the fingerprint.
+//!
+//! Choices made inside handlers ([`crate::Out::choose`]) are enumerated by a [`ChoiceOdometer`]:
+//! the handler is re-run with each choice vector in lexicographic order (VeriSoft-style
+//! re-execution within one step), so one action can have several successors.
+
+use crate::network::Network;
+use crate::out::Chooser;
+use crate::world::{FaultsUsed, NodeSlot};
+use crate::{
+    Action, Envelope, Event, Model, ModelError, NodeId, Out, PropertyKind, Protocol, World,
+};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// The event type of protocol `P`.
+pub type EventOf<P> = Event<<P as Protocol>::Msg, <P as Protocol>::Timer, <P as Protocol>::Input>;
+
+/// How a step or a world violates a property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViolationKind {
+    /// An `always` property is false in the world.
+    Invariant,
+    /// A handler's local assertion ([`crate::Out::require`]) failed.
+    Assertion,
+    /// A handler panicked.
+    Panic,
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ViolationKind::Invariant => "invariant",
+            ViolationKind::Assertion => "assertion",
+            ViolationKind::Panic => "panic",
+        })
+    }
+}
+
+/// A property violated by a step or a world.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepViolation {
+    /// How it was violated.
+    pub kind: ViolationKind,
+    /// The property: an `always` property's name, a `require`'s description, or `"panic"`.
+    pub property: String,
+    /// A human-readable detail (the panic message, for one).
+    pub message: String,
+}
+
+/// What a recorded step did, for traces.
+#[derive(Debug)]
+pub struct StepRecord<P: Protocol> {
+    /// The event.
+    pub event: EventOf<P>,
+    /// The messages the handler sent.
+    pub sent: Vec<(NodeId, P::Msg)>,
+    /// The handler's log lines.
+    pub log: Vec<String>,
+}
+
+/// The result of one step.
+#[derive(Debug)]
+pub struct StepOutcome<P: Protocol> {
+    /// The next world.
+    pub world: World<P>,
+    /// The choice values the handler was given.
+    pub choices: Vec<usize>,
+    /// The violation the handler caused, if any (invariants are checked separately).
+    pub violation: Option<StepViolation>,
+    /// What the step did, when recording was asked for.
+    pub record: Option<StepRecord<P>>,
+}
+
+/// One successor of a world: an action with one vector of choice values.
+#[derive(Debug)]
+pub struct Successor<P: Protocol> {
+    /// Its position in the world's canonical successor order: with the world, it names the
+    /// step (engines store it as the parent pointer's label).
+    pub ordinal: u32,
+    /// The action.
+    pub action: Action,
+    /// The choice values.
+    pub choices: Vec<usize>,
+    /// The next world.
+    pub world: World<P>,
+    /// The violation the handler caused, if any.
+    pub violation: Option<StepViolation>,
+}
+
+/// Enumerates every choice vector of a handler, depth first, by re-execution.
+#[derive(Debug, Default)]
+pub struct ChoiceOdometer {
+    values: Vec<usize>,
+    bounds: Vec<usize>,
+    position: usize,
+}
+
+impl ChoiceOdometer {
+    /// An odometer at the first choice vector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves to the next choice vector after a run; `false` when every vector has been run (the
+    /// odometer is then back at the start).
+    pub fn advance(&mut self) -> bool {
+        self.values.truncate(self.position);
+        self.bounds.truncate(self.position);
+        self.position = 0;
+        while let (Some(value), Some(&bound)) = (self.values.last_mut(), self.bounds.last()) {
+            if *value + 1 < bound {
+                *value += 1;
+                return true;
+            }
+            self.values.pop();
+            self.bounds.pop();
+        }
+        false
+    }
+}
+
+impl Chooser for ChoiceOdometer {
+    fn choose(&mut self, n: usize) -> usize {
+        let at = self.position;
+        self.position += 1;
+        if at < self.values.len() {
+            self.bounds[at] = n;
+            // A handler that asks different questions on re-execution is non-deterministic;
+            // clamp so the run stays well defined (replay reports the fingerprint mismatch).
+            self.values[at].min(n - 1)
+        } else {
+            self.values.push(0);
+            self.bounds.push(n);
+            0
+        }
+    }
+}
+
+/// Answers choices from a recorded list, noting any disagreement.
+#[derive(Debug)]
+pub struct FixedChoices<'a> {
+    values: &'a [usize],
+    position: usize,
+    problem: Option<String>,
+}
+
+impl<'a> FixedChoices<'a> {
+    /// A chooser that answers `values` in order.
+    pub fn new(values: &'a [usize]) -> Self {
+        FixedChoices { values, position: 0, problem: None }
+    }
+
+    /// Whether the handler asked exactly the recorded questions with answers in range.
+    ///
+    /// # Errors
+    /// A sentence saying how the run disagreed with the record.
+    pub fn finish(self) -> Result<(), String> {
+        if let Some(problem) = self.problem {
+            return Err(problem);
+        }
+        if self.position != self.values.len() {
+            return Err(format!(
+                "the handler made {} choices but {} are recorded",
+                self.position,
+                self.values.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Chooser for FixedChoices<'_> {
+    fn choose(&mut self, n: usize) -> usize {
+        let at = self.position;
+        self.position += 1;
+        match self.values.get(at) {
+            Some(&v) if v < n => v,
+            Some(&v) => {
+                self.problem.get_or_insert(format!("choice {at} is {v}, out of range 0..{n}"));
+                0
+            }
+            None => {
+                self.problem.get_or_insert(format!("the handler asked for choice {at}, which is not recorded"));
+                0
+            }
+        }
+    }
+}
+
+/// What a handler-running step asks the protocol to do.
+enum Call<'w, P: Protocol> {
+    Message(NodeId, Arc<Envelope<P::Msg>>),
+    Timer(P::Timer),
+    Input(&'w P::Input),
+    TransportError(NodeId),
+    Restart,
+}
+
+/// The model's semantics: initial worlds, enabled actions, steps.
+pub struct Simulator<'m, P: Protocol> {
+    model: &'m Model<P>,
+}
+
+impl<P: Protocol> Clone for Simulator<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P: Protocol> Copy for Simulator<'_, P> {}
+
+impl<'m, P: Protocol> Simulator<'m, P> {
+    /// A simulator for `model`.
+    ///
+    /// # Errors
+    /// The model's [`ModelError`] if it does not validate.
+    pub fn new(model: &'m Model<P>) -> Result<Self, ModelError> {
+        model.validate()?;
+        Ok(Simulator { model })
+    }
+
+    /// The model.
+    pub fn model(&self) -> &'m Model<P> {
+        self.model
+    }
+
+    /// Every initial world, one per choice vector of the nodes' `init` handlers (run in node
+    /// order, sharing one vector), with the violation an `init` caused.
+    pub fn initial_worlds(&self, mut each: impl FnMut(Vec<usize>, World<P>, Option<StepViolation>)) {
+        let mut odometer = ChoiceOdometer::new();
+        loop {
+            let (world, choices, violation, _) = self.init_with(&mut odometer, false);
+            each(choices, world, violation);
+            if !odometer.advance() {
+                break;
+            }
+        }
+    }
+
+    /// The initial world for one choice vector, with the log lines when `record` is set.
+    pub fn init_with(
+        &self,
+        chooser: &mut dyn Chooser,
+        record: bool,
+    ) -> (World<P>, Vec<usize>, Option<StepViolation>, Vec<String>) {
+        let model = self.model;
+        let empty = Network::new(model.network_kind());
+        let mut network = Network::new(model.network_kind());
+        let mut nodes = Vec::with_capacity(model.node_count());
+        let mut choices = Vec::new();
+        let mut violation = None;
+        let mut log = Vec::new();
+        for me in NodeId::all(model.node_count()) {
+            let mut timers = Vec::new();
+            let mut clock = 0;
+            let mut out = self.out(me, &mut timers, &mut clock, chooser, record, &empty);
+            let result = catch_unwind(AssertUnwindSafe(|| model.protocol().init(me, &mut out)));
+            let (sends, failure) = self.finish_handler(me, &mut out, &result, &mut log);
+            choices.extend(out.choices);
+            violation = violation.or(failure);
+            let state = match result {
+                Ok(state) => state,
+                // No state exists when init panics; the world is terminal, so any state will do:
+                // run init once more with no choices beyond the first answers.
+                Err(_) => return self.poisoned_init(choices, violation, log),
+            };
+            nodes.push(Arc::new(NodeSlot::new(state, timers, clock)));
+            for (to, msg) in sends {
+                network.send(Envelope::new(me, to, msg));
+            }
+        }
+        let pending = low_bits(model.input_driver().once.len());
+        let mut world = World { nodes, network, pending, faults_used: FaultsUsed::default(), fingerprint: Default::default() };
+        world.seal();
+        (world, choices, violation, log)
+    }
+
+    fn poisoned_init(
+        &self,
+        choices: Vec<usize>,
+        violation: Option<StepViolation>,
+        log: Vec<String>,
+    ) -> (World<P>, Vec<usize>, Option<StepViolation>, Vec<String>) {
+        let world = World {
+            nodes: Vec::new(),
+            network: Network::new(self.model.network_kind()),
+            pending: 0,
+            faults_used: FaultsUsed::default(),
+            fingerprint: Default::default(),
+        };
+        (world, choices, violation, log)
+    }
+
+    fn out<'a>(
+        &self,
+        me: NodeId,
+        timers: &'a mut Vec<P::Timer>,
+        clock: &'a mut u64,
+        chooser: &'a mut dyn Chooser,
+        record: bool,
+        network: &'a Network<P::Msg>,
+    ) -> Out<'a, P> {
+        Out {
+            me,
+            node_count: self.model.node_count(),
+            sends: Vec::new(),
+            timers,
+            clock,
+            chooser,
+            choices: Vec::new(),
+            log: record.then(Vec::new),
+            failed: Vec::new(),
+            network,
+        }
+    }
+
+    /// Collects a finished handler's sends and its violation (panic, failed assertion, or a send
+    /// to a node that does not exist).
+    fn finish_handler<R>(
+        &self,
+        me: NodeId,
+        out: &mut Out<'_, P>,
+        result: &std::thread::Result<R>,
+        log: &mut Vec<String>,
+    ) -> (Vec<(NodeId, P::Msg)>, Option<StepViolation>) {
+        log.extend(out.log.take().unwrap_or_default());
+        let mut violation = match result {
+            Err(payload) => Some(StepViolation {
+                kind: ViolationKind::Panic,
+                property: "panic".into(),
+                message: format!("{me} panicked: {}", panic_message(payload.as_ref())),
+            }),
+            Ok(_) => out.failed.first().map(|what| StepViolation {
+                kind: ViolationKind::Assertion,
+                property: what.clone(),
+                message: format!("{me} failed its assertion: {what}"),
+            }),
+        };
+        let sends = std::mem::take(&mut out.sends);
+        let node_count = self.model.node_count();
+        if let Some((to, _)) = sends.iter().find(|(to, _)| to.index() >= node_count) {
+            violation.get_or_insert(StepViolation {
+                kind: ViolationKind::Panic,
+                property: "panic".into(),
+                message: format!("{me} sent a message to {to}, which does not exist"),
+            });
+        }
+        let sends = sends.into_iter().filter(|(to, _)| to.index() < node_count).collect();
+        (sends, violation)
+    }
+
+    /// The actions enabled in `world`, in canonical order: deliveries, transport errors, timers,
+    /// one-shot inputs, spontaneous inputs, then faults.
+    pub fn actions(&self, world: &World<P>, into: &mut Vec<Action>) {
+        into.clear();
+        if world.nodes.is_empty() {
+            return; // a world poisoned by a panicking init is terminal
+        }
+        let network = &world.network;
+        into.extend(network.deliverable().map(|i| Action::Deliver(i as u32)));
+        into.extend(network.deliverable_errors().map(|i| Action::TransportError(i as u32)));
+        for (n, node) in world.nodes.iter().enumerate() {
+            into.extend((0..node.timers.len()).map(|t| Action::Timer(NodeId::new(n), t as u32)));
+        }
+        let once = self.model.input_driver().once.len();
+        into.extend((0..once).filter(|i| world.pending & (1 << i) != 0).map(|i| Action::Input(i as u32)));
+        let spontaneous = self.model.input_driver().spontaneous.len();
+        into.extend((0..spontaneous).map(|i| Action::Spontaneous(i as u32)));
+        let faults = self.model.fault_budget();
+        if faults.resets.allows(world.faults_used.resets) {
+            let nodes = NodeId::all(world.nodes.len()).filter(|n| faults.may_reset(*n));
+            into.extend(nodes.map(Action::Reset));
+        }
+        if network.kind().consumes() {
+            if faults.drops.allows(world.faults_used.drops) {
+                into.extend(network.deliverable().map(|i| Action::Drop(i as u32)));
+            }
+            if faults.duplicates.allows(world.faults_used.duplicates) {
+                into.extend(network.deliverable().map(|i| Action::Duplicate(i as u32)));
+            }
+        }
+    }
+
+    /// The self-describing event of `action` in `world`.
+    pub fn event(&self, world: &World<P>, action: Action) -> EventOf<P> {
+        let message = |i: u32| &world.network.messages()[i as usize];
+        let driver = self.model.input_driver();
+        match action {
+            Action::Deliver(i) => {
+                let e = message(i);
+                Event::Deliver { from: e.from, to: e.to, msg: e.msg.clone() }
+            }
+            Action::Drop(i) => {
+                let e = message(i);
+                Event::Drop { from: e.from, to: e.to, msg: e.msg.clone() }
+            }
+            Action::Duplicate(i) => {
+                let e = message(i);
+                Event::Duplicate { from: e.from, to: e.to, msg: e.msg.clone() }
+            }
+            Action::TransportError(i) => {
+                let (node, peer) = world.network.errors()[i as usize];
+                Event::TransportError { node, peer }
+            }
+            Action::Timer(node, t) => {
+                Event::Timer { node, timer: world.nodes[node.index()].timers[t as usize].clone() }
+            }
+            Action::Input(i) => {
+                let (node, input) = &driver.once[i as usize];
+                Event::Input { node: *node, input: input.clone() }
+            }
+            Action::Spontaneous(i) => {
+                let (node, input) = &driver.spontaneous[i as usize];
+                Event::Spontaneous { node: *node, input: input.clone() }
+            }
+            Action::Reset(node) => Event::Reset { node },
+        }
+    }
+
+    /// The enabled action whose event equals `event`, if any.
+    pub fn find_action(&self, world: &World<P>, event: &EventOf<P>) -> Option<Action> {
+        let mut actions = Vec::new();
+        self.actions(world, &mut actions);
+        actions.into_iter().find(|a| self.event(world, *a) == *event)
+    }
+
+    /// Executes `action` on `world`, asking `chooser` for the handler's choices.
+    pub fn step(
+        &self,
+        world: &World<P>,
+        action: Action,
+        chooser: &mut dyn Chooser,
+        record: bool,
+    ) -> StepOutcome<P> {
+        let event = record.then(|| self.event(world, action));
+        let mut next = world.clone();
+        let budget = self.model.fault_budget();
+        let (node, call) = match action {
+            Action::Drop(i) => {
+                next.network.drop_message(i as usize);
+                if budget.drops.counted() {
+                    next.faults_used.drops += 1;
+                }
+                return self.network_only(next, event);
+            }
+            Action::Duplicate(i) => {
+                next.network.duplicate(i as usize);
+                if budget.duplicates.counted() {
+                    next.faults_used.duplicates += 1;
+                }
+                return self.network_only(next, event);
+            }
+            Action::Deliver(i) => {
+                let envelope = next.network.deliver(i as usize);
+                (envelope.to, Call::Message(envelope.from, envelope))
+            }
+            Action::TransportError(i) => {
+                let (node, peer) = next.network.take_error(i as usize);
+                (node, Call::TransportError(peer))
+            }
+            Action::Timer(node, t) => {
+                let timer = world.nodes[node.index()].timers[t as usize].clone();
+                (node, Call::Timer(timer))
+            }
+            Action::Input(i) => {
+                next.pending &= !(1u64 << i);
+                let (node, input) = &self.model.input_driver().once[i as usize];
+                (*node, Call::Input(input))
+            }
+            Action::Spontaneous(i) => {
+                let (node, input) = &self.model.input_driver().spontaneous[i as usize];
+                (*node, Call::Input(input))
+            }
+            Action::Reset(node) => {
+                if budget.resets.counted() {
+                    next.faults_used.resets += 1;
+                }
+                next.network.reset(node);
+                (node, Call::Restart)
+            }
+        };
+        self.run_handler(world, next, node, call, chooser, event)
+    }
+
+    fn network_only(&self, mut next: World<P>, event: Option<EventOf<P>>) -> StepOutcome<P> {
+        next.seal();
+        let record = event.map(|event| StepRecord { event, sent: Vec::new(), log: Vec::new() });
+        StepOutcome { world: next, choices: Vec::new(), violation: None, record }
+    }
+
+    fn run_handler(
+        &self,
+        world: &World<P>,
+        mut next: World<P>,
+        me: NodeId,
+        call: Call<'_, P>,
+        chooser: &mut dyn Chooser,
+        event: Option<EventOf<P>>,
+    ) -> StepOutcome<P> {
+        let protocol = self.model.protocol();
+        let slot = &world.nodes[me.index()];
+        let mut state = slot.state.clone();
+        let mut timers = match &call {
+            Call::Restart => Vec::new(),
+            _ => slot.timers.clone(),
+        };
+        if let Call::Timer(timer) = &call {
+            if let Ok(at) = timers.binary_search(timer) {
+                timers.remove(at);
+            }
+        }
+        let mut clock = slot.clock;
+        let record = event.is_some();
+        let mut out = self.out(me, &mut timers, &mut clock, chooser, record, &world.network);
+        let result = catch_unwind(AssertUnwindSafe(|| match call {
+            Call::Message(from, envelope) => protocol.on_message(me, &mut state, from, &envelope.msg, &mut out),
+            Call::Timer(timer) => protocol.on_timer(me, &mut state, &timer, &mut out),
+            Call::Input(input) => protocol.on_input(me, &mut state, input, &mut out),
+            Call::TransportError(peer) => protocol.on_transport_error(me, &mut state, peer, &mut out),
+            Call::Restart => state = protocol.restart(me, &slot.state, &mut out),
+        }));
+        let mut log = Vec::new();
+        let (sends, violation) = self.finish_handler(me, &mut out, &result, &mut log);
+        let choices = std::mem::take(&mut out.choices);
+        drop(out);
+        for (to, msg) in &sends {
+            next.network.send(Envelope::new(me, *to, msg.clone()));
+        }
+        next.nodes[me.index()] = Arc::new(NodeSlot::new(state, timers, clock));
+        next.seal();
+        let record = event.map(|event| StepRecord { event, sent: sends, log });
+        StepOutcome { world: next, choices, violation, record }
+    }
+
+    /// Every successor of `world`, in canonical order: each enabled action with each of its
+    /// choice vectors.
+    pub fn successors(&self, world: &World<P>, mut each: impl FnMut(Successor<P>)) {
+        let mut actions = Vec::new();
+        self.actions(world, &mut actions);
+        let mut odometer = ChoiceOdometer::new();
+        let mut ordinal = 0u32;
+        for action in actions {
+            loop {
+                let outcome = self.step(world, action, &mut odometer, false);
+                each(Successor {
+                    ordinal,
+                    action,
+                    choices: outcome.choices,
+                    world: outcome.world,
+                    violation: outcome.violation,
+                });
+                ordinal += 1;
+                if !odometer.advance() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The successor of `world` with the given ordinal, as (action, choices).
+    pub fn successor_step(&self, world: &World<P>, ordinal: u32) -> Option<(Action, Vec<usize>)> {
+        let mut found = None;
+        // Enumerating to the ordinal re-executes earlier successors; traces are short, and this
+        // keeps stored parent pointers at four bytes.
+        self.successors(world, |s| {
+            if s.ordinal == ordinal && found.is_none() {
+                found = Some((s.action, s.choices));
+            }
+        });
+        found
+    }
+
+    /// The first `always` property that `world` violates.
+    pub fn violated_invariant(&self, world: &World<P>) -> Option<StepViolation> {
+        self.model.properties().iter().filter(|p| p.kind() == PropertyKind::Always).find_map(|p| {
+            match catch_unwind(AssertUnwindSafe(|| p.holds(world))) {
+                Ok(true) => None,
+                Ok(false) => Some(StepViolation {
+                    kind: ViolationKind::Invariant,
+                    property: p.name().to_string(),
+                    message: format!("always {:?} is false", p.name()),
+                }),
+                Err(payload) => Some(StepViolation {
+                    kind: ViolationKind::Invariant,
+                    property: p.name().to_string(),
+                    message: format!("the predicate panicked: {}", panic_message(payload.as_ref())),
+                }),
+            }
+        })
+    }
+}
+
+fn low_bits(count: usize) -> u64 {
+    if count >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << count) - 1
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".into()
+    }
+}

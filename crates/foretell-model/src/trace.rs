@@ -1,0 +1,311 @@
+//! Traces: the versioned JSON format every engine writes, and replay.
+//!
+//! A trace is the list of answers given at the one seam (which event, which choice values) plus
+//! what they produced (messages sent, log lines, fingerprints, touched states), so that a person
+//! can read it and a program can re-execute it. `replay` re-runs a trace against a model and
+//! fails at the first step whose event is not enabled, whose choices disagree, or whose
+//! fingerprint differs: a non-deterministic handler is a bug to report, not to hide.
+
+use crate::simulator::{EventOf, FixedChoices, StepViolation, ViolationKind};
+use crate::{Action, Fingerprint, NodeId, Protocol, Simulator, World};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The `format` field of every trace file.
+pub const TRACE_FORMAT: &str = "foretell-trace";
+/// The trace format version this crate writes and reads.
+pub const TRACE_VERSION: u32 = 1;
+
+/// Which configured system a trace belongs to, so that tools can rebuild its model.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemRef {
+    /// The system's registered name.
+    pub name: String,
+    /// The variant (a bug name), or `None` for the correct version.
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// Every parameter's value, defaults included.
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+}
+
+/// The initial world of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceInitial {
+    /// The choice values the `init` handlers were given.
+    #[serde(default)]
+    pub choices: Vec<usize>,
+    /// The initial world's fingerprint, 32 hexadecimal digits.
+    pub fingerprint: String,
+    /// Every node's initial state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<Vec<Value>>,
+}
+
+/// A message a step sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SentMessage {
+    /// The destination.
+    pub to: NodeId,
+    /// The payload.
+    pub msg: Value,
+}
+
+/// One step of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceStep {
+    /// The step's number, from 1.
+    pub step: usize,
+    /// The node the event happened at.
+    pub node: NodeId,
+    /// The event ([`crate::Event`] as JSON).
+    pub event: Value,
+    /// The choice values the handler was given.
+    #[serde(default)]
+    pub choices: Vec<usize>,
+    /// The messages the handler sent.
+    #[serde(default)]
+    pub sent: Vec<SentMessage>,
+    /// The handler's log lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<String>,
+    /// The world's fingerprint after the step.
+    pub fingerprint: String,
+    /// The node's state after the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Value>,
+}
+
+/// Which property a trace violates, and where.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceVerdict {
+    /// The property.
+    pub property: String,
+    /// How it was violated.
+    pub kind: ViolationKind,
+    /// The step at which it was violated (0: the initial world).
+    pub step: usize,
+    /// A human-readable detail.
+    pub message: String,
+}
+
+/// A replayable trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// Always [`TRACE_FORMAT`].
+    pub format: String,
+    /// Always [`TRACE_VERSION`] for traces this version writes.
+    pub version: u32,
+    /// The system and configuration, when the trace came from a registered system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemRef>,
+    /// The engine that found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The seed, for engines that draw random numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The initial world.
+    pub initial: TraceInitial,
+    /// The steps, in order.
+    pub steps: Vec<TraceStep>,
+    /// The violation the trace ends in, if it ends in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<TraceVerdict>,
+}
+
+/// Why a trace file cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// The text is not JSON of the trace's shape.
+    #[error("not a foretell trace: {0}")]
+    Malformed(String),
+    /// The `format` field is not `foretell-trace`.
+    #[error("not a foretell trace: format is {0:?}")]
+    WrongFormat(String),
+    /// The version is not one this build reads.
+    #[error("trace format version {0} is not supported (this build reads version {TRACE_VERSION})")]
+    UnsupportedVersion(u32),
+}
+
+/// Where and why a replay departed from its trace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ReplayError {
+    /// The step (0: the initial world; past the last step: the verdict).
+    pub step: usize,
+    /// What went wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.step == 0 {
+            write!(f, "initial world: {}", self.reason)
+        } else {
+            write!(f, "step {}: {}", self.step, self.reason)
+        }
+    }
+}
+
+impl Trace {
+    /// Reads a trace from JSON text.
+    ///
+    /// # Errors
+    /// [`TraceError`] when the text is not a trace of a supported version.
+    pub fn from_json(text: &str) -> Result<Trace, TraceError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| TraceError::Malformed(e.to_string()))?;
+        match value.get("format").and_then(Value::as_str) {
+            Some(TRACE_FORMAT) => {}
+            Some(other) => return Err(TraceError::WrongFormat(other.to_string())),
+            None => return Err(TraceError::Malformed("no \"format\" field".into())),
+        }
+        match value.get("version").and_then(Value::as_u64) {
+            Some(v) if v == u64::from(TRACE_VERSION) => {}
+            Some(v) => return Err(TraceError::UnsupportedVersion(u32::try_from(v).unwrap_or(u32::MAX))),
+            None => return Err(TraceError::Malformed("no numeric \"version\" field".into())),
+        }
+        serde_json::from_value(value).map_err(|e| TraceError::Malformed(e.to_string()))
+    }
+
+    /// The trace as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a trace is plain JSON data")
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Value {
+    // Protocol types are plain data; a Serialize impl that fails (a map with non-string keys, say)
+    // still gets shown, as its Debug-free error text, rather than aborting the trace.
+    serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("<unserializable: {e}>")))
+}
+
+/// A replayed trace: the worlds it passes through and the violation it reproduces.
+#[derive(Debug)]
+pub struct Replayed<P: Protocol> {
+    /// The initial world followed by the world after each step.
+    pub worlds: Vec<World<P>>,
+    /// The first violation met, if any.
+    pub verdict: Option<TraceVerdict>,
+}
+
+impl<'m, P: Protocol> Simulator<'m, P> {
+    /// Records the trace that starts from the initial world with `init_choices` and takes
+    /// `steps` (action, choices) in order. The verdict is the first violation met: a handler's,
+    /// or an `always` property false in a world.
+    ///
+    /// # Panics
+    /// If the steps do not re-execute as given — an engine bug, since engines produce them from
+    /// this simulator.
+    pub fn record(&self, init_choices: &[usize], steps: &[(Action, Vec<usize>)]) -> Trace {
+        let mut chooser = FixedChoices::new(init_choices);
+        let (mut world, _, init_violation, _) = self.init_with(&mut chooser, true);
+        chooser.finish().expect("engine-produced initial choices re-execute");
+        let verdict_at = |step: usize, v: StepViolation| TraceVerdict { property: v.property, kind: v.kind, step, message: v.message };
+        let mut verdict = init_violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(0, v));
+        let initial = TraceInitial {
+            choices: init_choices.to_vec(),
+            fingerprint: world.fingerprint().to_string(),
+            states: Some(world.states().map(to_value).collect()),
+        };
+        let mut trace_steps = Vec::with_capacity(steps.len());
+        for (i, (action, choices)) in steps.iter().enumerate() {
+            let mut chooser = FixedChoices::new(choices);
+            let outcome = self.step(&world, *action, &mut chooser, true);
+            chooser.finish().expect("engine-produced choices re-execute");
+            let record = outcome.record.expect("recording was asked for");
+            world = outcome.world;
+            let node = record.event.node();
+            if verdict.is_none() {
+                verdict = outcome.violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(i + 1, v));
+            }
+            trace_steps.push(TraceStep {
+                step: i + 1,
+                node,
+                event: to_value(&record.event),
+                choices: choices.clone(),
+                sent: record.sent.iter().map(|(to, msg)| SentMessage { to: *to, msg: to_value(msg) }).collect(),
+                log: record.log,
+                fingerprint: world.fingerprint().to_string(),
+                state: world.nodes.get(node.index()).map(|slot| to_value(&slot.state)),
+            });
+        }
+        Trace {
+            format: TRACE_FORMAT.into(),
+            version: TRACE_VERSION,
+            system: None,
+            engine: None,
+            seed: None,
+            initial,
+            steps: trace_steps,
+            verdict,
+        }
+    }
+
+    /// Re-executes `trace` and checks every fingerprint and the verdict.
+    ///
+    /// # Errors
+    /// A [`ReplayError`] naming the first step that does not re-execute as recorded.
+    pub fn replay(&self, trace: &Trace) -> Result<Replayed<P>, ReplayError> {
+        let fail = |step: usize, reason: String| ReplayError { step, reason };
+        let mut chooser = FixedChoices::new(&trace.initial.choices);
+        let (mut world, _, init_violation, _) = self.init_with(&mut chooser, false);
+        chooser.finish().map_err(|r| fail(0, r))?;
+        check_fingerprint(0, &trace.initial.fingerprint, world.fingerprint())?;
+        let verdict_at = |step: usize, v: StepViolation| TraceVerdict { property: v.property, kind: v.kind, step, message: v.message };
+        let mut verdict = init_violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(0, v));
+        let mut worlds = vec![world.clone()];
+        for (i, step) in trace.steps.iter().enumerate() {
+            let number = i + 1;
+            if step.step != number {
+                return Err(fail(number, format!("is numbered {} in the trace", step.step)));
+            }
+            let event: EventOf<P> = serde_json::from_value(step.event.clone())
+                .map_err(|e| fail(number, format!("the event does not fit this system: {e}")))?;
+            let action = self
+                .find_action(&world, &event)
+                .ok_or_else(|| fail(number, format!("event {} is not enabled here", compact(&step.event))))?;
+            let mut chooser = FixedChoices::new(&step.choices);
+            let outcome = self.step(&world, action, &mut chooser, false);
+            chooser.finish().map_err(|r| fail(number, r))?;
+            world = outcome.world;
+            check_fingerprint(number, &step.fingerprint, world.fingerprint())?;
+            if verdict.is_none() {
+                verdict = outcome.violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(number, v));
+            }
+            worlds.push(world.clone());
+        }
+        if let Some(expected) = &trace.verdict {
+            let same = verdict.as_ref().is_some_and(|v| v.property == expected.property && v.step == expected.step);
+            if !same {
+                let got = match &verdict {
+                    Some(v) => format!("{:?} violated at step {}", v.property, v.step),
+                    None => "no violation".into(),
+                };
+                let reason = format!("the trace says {:?} is violated at step {}, the replay gives {got}", expected.property, expected.step);
+                return Err(fail(trace.steps.len() + 1, reason));
+            }
+        }
+        Ok(Replayed { worlds, verdict })
+    }
+}
+
+fn check_fingerprint(step: usize, recorded: &str, actual: Fingerprint) -> Result<(), ReplayError> {
+    let Some(expected) = Fingerprint::from_hex(recorded) else {
+        return Err(ReplayError { step, reason: format!("fingerprint {recorded:?} is not 32 hexadecimal digits") });
+    };
+    if expected != actual {
+        return Err(ReplayError {
+            step,
+            reason: format!("fingerprint differs: the trace has {expected}, the replay reaches {actual}"),
+        });
+    }
+    Ok(())
+}
+
+/// One-line JSON for messages.
+pub(crate) fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}

@@ -1,0 +1,73 @@
+//! Traces as text: one line per step (step, node, event, messages sent), states on request.
+
+use crate::trace::compact;
+use crate::{Trace, TraceStep};
+use serde_json::Value;
+use std::fmt::Write as _;
+
+impl Trace {
+    /// The trace as text, one line per step; with `states`, each touched node's state follows
+    /// its step.
+    pub fn to_text(&self, states: bool) -> String {
+        let mut text = String::new();
+        if let Some(system) = &self.system {
+            let variant = system.variant.as_deref().unwrap_or("correct");
+            let params: Vec<String> = system.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(text, "system {} ({variant}) {}", system.name, params.join(" "));
+        }
+        if states {
+            for (i, state) in self.initial.states.iter().flatten().enumerate() {
+                let _ = writeln!(text, "     init  n{i}  {}", compact(state));
+            }
+        }
+        for step in &self.steps {
+            let _ = writeln!(text, "{}", step_line(step));
+            for line in &step.log {
+                let _ = writeln!(text, "            log: {line}");
+            }
+            if states {
+                if let Some(state) = &step.state {
+                    let _ = writeln!(text, "            state: {}", compact(state));
+                }
+            }
+        }
+        if let Some(verdict) = &self.verdict {
+            let _ = writeln!(
+                text,
+                "violation at step {}: {} {:?}: {}",
+                verdict.step, verdict.kind, verdict.property, verdict.message
+            );
+        }
+        text
+    }
+}
+
+fn step_line(step: &TraceStep) -> String {
+    let mut line = format!("{:>5}  {:<4} {}", step.step, format!("n{}", step.node.0), describe(&step.event));
+    if !step.choices.is_empty() {
+        let choices: Vec<String> = step.choices.iter().map(usize::to_string).collect();
+        let _ = write!(line, "  [choices {}]", choices.join(","));
+    }
+    if !step.sent.is_empty() {
+        let sent: Vec<String> = step.sent.iter().map(|m| format!("n{}: {}", m.to.0, compact(&m.msg))).collect();
+        let _ = write!(line, "  => {}", sent.join(", "));
+    }
+    line
+}
+
+/// A compact, kind-specific description of an event's JSON.
+fn describe(event: &Value) -> String {
+    let field = |name: &str| event.get(name).map(compact).unwrap_or_default();
+    let node = |name: &str| format!("n{}", field(name));
+    match event.get("kind").and_then(Value::as_str) {
+        Some("deliver") => format!("<- {}: {}", node("from"), field("msg")),
+        Some("transport_error") => format!("transport error: connection to {} broke", node("peer")),
+        Some("timer") => format!("timer {}", field("timer")),
+        Some("input") => format!("input {}", field("input")),
+        Some("spontaneous") => format!("spontaneous {}", field("input")),
+        Some("reset") => "reset (crash and restart)".to_string(),
+        Some("drop") => format!("network drops {} -> {}: {}", node("from"), node("to"), field("msg")),
+        Some("duplicate") => format!("network duplicates {} -> {}: {}", node("from"), node("to"), field("msg")),
+        _ => compact(event),
+    }
+}

@@ -1,0 +1,147 @@
+//! `World`: the global state — every node's local state, the network, the driver's pending
+//! inputs and the faults used.
+//!
+//! Local states are shared between worlds behind `Arc` (copy-on-write): a step clones the
+//! pointers, replaces the one node it touched, and so costs one state clone whatever the node
+//! count. Each node caches the stable hash of its local state; the world fingerprint is the sum
+//! of position-tagged part hashes, so a step rehashes only what it changed.
+
+use crate::network::Network;
+use crate::{Envelope, Fingerprint, FingerprintHasher, NodeId, Protocol};
+use serde::Serialize;
+use std::sync::Arc;
+
+/// One node's local state: protocol state, armed timers and monotone clock.
+pub(crate) struct NodeSlot<P: Protocol> {
+    pub(crate) state: P::State,
+    pub(crate) timers: Vec<P::Timer>,
+    pub(crate) clock: u64,
+    pub(crate) hash: u128,
+}
+
+impl<P: Protocol> NodeSlot<P> {
+    pub(crate) fn new(state: P::State, timers: Vec<P::Timer>, clock: u64) -> Self {
+        let hash = FingerprintHasher::hash(&(&state, &timers, clock));
+        NodeSlot { state, timers, clock, hash }
+    }
+}
+
+/// Faults injected so far, for the kinds whose budget is limited.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct FaultsUsed {
+    pub(crate) resets: u32,
+    pub(crate) drops: u32,
+    pub(crate) duplicates: u32,
+}
+
+/// A global state of a model.
+pub struct World<P: Protocol> {
+    pub(crate) nodes: Vec<Arc<NodeSlot<P>>>,
+    pub(crate) network: Network<P::Msg>,
+    /// Bit `i` is set while one-shot input `i` of the driver has not been given.
+    pub(crate) pending: u64,
+    pub(crate) faults_used: FaultsUsed,
+    pub(crate) fingerprint: Fingerprint,
+}
+
+impl<P: Protocol> Clone for World<P> {
+    fn clone(&self) -> Self {
+        World {
+            nodes: self.nodes.clone(),
+            network: self.network.clone(),
+            pending: self.pending,
+            faults_used: self.faults_used,
+            fingerprint: self.fingerprint,
+        }
+    }
+}
+
+/// A read-only view of one node in a world.
+#[derive(Debug)]
+pub struct NodeView<'w, P: Protocol> {
+    /// The protocol state.
+    pub state: &'w P::State,
+    /// The armed timers, in order.
+    pub timers: &'w [P::Timer],
+    /// The monotone clock's last value.
+    pub clock: u64,
+}
+
+impl<P: Protocol> World<P> {
+    /// The world's stable fingerprint.
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.fingerprint
+    }
+
+    /// The node count.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Node `node`'s protocol state.
+    ///
+    /// # Panics
+    /// If the node does not exist.
+    pub fn state(&self, node: NodeId) -> &P::State {
+        &self.nodes[node.index()].state
+    }
+
+    /// Every node's protocol state, in node order.
+    pub fn states(&self) -> impl ExactSizeIterator<Item = &P::State> + Clone {
+        self.nodes.iter().map(|n| &n.state)
+    }
+
+    /// Node `node`'s state, timers and clock.
+    ///
+    /// # Panics
+    /// If the node does not exist.
+    pub fn node(&self, node: NodeId) -> NodeView<'_, P> {
+        let slot = &self.nodes[node.index()];
+        NodeView { state: &slot.state, timers: &slot.timers, clock: slot.clock }
+    }
+
+    /// Whether `timer` is armed at `node`.
+    pub fn timer_armed(&self, node: NodeId, timer: &P::Timer) -> bool {
+        self.nodes[node.index()].timers.binary_search(timer).is_ok()
+    }
+
+    /// The messages the network holds, in canonical order (for a grow-only network: every
+    /// message ever sent).
+    pub fn messages(&self) -> impl ExactSizeIterator<Item = &Envelope<P::Msg>> + Clone {
+        self.network.messages().iter().map(|e| &**e)
+    }
+
+    /// The pending transport errors as (observing node, broken peer).
+    pub fn pending_transport_errors(&self) -> &[(NodeId, NodeId)] {
+        self.network.errors()
+    }
+
+    /// How many one-shot driver inputs have not been given yet.
+    pub fn pending_input_count(&self) -> u32 {
+        self.pending.count_ones()
+    }
+
+    /// Recomputes the fingerprint from the cached part hashes.
+    pub(crate) fn seal(&mut self) {
+        let mut sum = 0u128;
+        for (i, node) in self.nodes.iter().enumerate() {
+            sum = sum.wrapping_add(FingerprintHasher::mix(i as u64, node.hash));
+        }
+        sum = sum.wrapping_add(FingerprintHasher::mix(u64::MAX, self.network.hash()));
+        let rest = FingerprintHasher::hash(&(self.pending, self.faults_used));
+        sum = sum.wrapping_add(FingerprintHasher::mix(u64::MAX - 1, rest));
+        self.fingerprint = Fingerprint(sum);
+    }
+}
+
+impl<P: Protocol> std::fmt::Debug for World<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut s = f.debug_struct("World");
+        s.field("fingerprint", &format_args!("{}", self.fingerprint));
+        for (i, node) in self.nodes.iter().enumerate() {
+            s.field(&format!("n{i}"), &node.state);
+        }
+        s.field("messages", &self.network.messages().len());
+        s.finish()
+    }
+}
