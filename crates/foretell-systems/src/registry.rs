@@ -1,0 +1,155 @@
+//! The registry: every system by name, with its parameters (and defaults), variants and a
+//! constructor from settings, so the command line can build any of them as a
+//! [`foretell_check::DynModel`].
+
+use foretell_check::DynModel;
+use std::collections::BTreeMap;
+
+/// A parameter a system accepts, with its default.
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    /// The name, as in `--set NAME=VALUE`.
+    pub name: &'static str,
+    /// The default value.
+    pub default: &'static str,
+    /// What it means.
+    pub help: &'static str,
+}
+
+/// A bug variant of a system.
+#[derive(Clone, Copy, Debug)]
+pub struct Variant {
+    /// The name, as in `--bug NAME`.
+    pub name: &'static str,
+    /// The bug, in a sentence.
+    pub help: &'static str,
+}
+
+/// A registered system.
+pub struct System {
+    /// The name, as in `foretell check NAME`.
+    pub name: &'static str,
+    /// What it is, in a sentence.
+    pub about: &'static str,
+    /// Its parameters.
+    pub params: &'static [Param],
+    /// Its bug variants.
+    pub variants: &'static [Variant],
+    /// Builds the model for the given settings.
+    pub build: fn(&Settings) -> Result<Box<dyn DynModel>, ConfigError>,
+}
+
+/// A system's configuration: a variant and every parameter's value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// The bug variant, or `None` for the correct version.
+    pub variant: Option<String>,
+    /// Every parameter's value, defaults filled in.
+    pub values: BTreeMap<String, String>,
+}
+
+/// Why a configuration is not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// No system has that name.
+    #[error("unknown system {name:?} (known: {known})")]
+    UnknownSystem {
+        /// The name given.
+        name: String,
+        /// The known names.
+        known: String,
+    },
+    /// The system has no variant of that name.
+    #[error("{system} has no bug {name:?} (known: {known})")]
+    UnknownVariant {
+        /// The system.
+        system: String,
+        /// The name given.
+        name: String,
+        /// The known variants.
+        known: String,
+    },
+    /// The system has no parameter of that name.
+    #[error("{system} has no parameter {name:?} (known: {known})")]
+    UnknownParam {
+        /// The system.
+        system: String,
+        /// The name given.
+        name: String,
+        /// The known parameters.
+        known: String,
+    },
+    /// A parameter's value is not acceptable.
+    #[error("bad value {value:?} for {name}: {reason}")]
+    BadValue {
+        /// The parameter.
+        name: String,
+        /// The value given.
+        value: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+}
+
+impl System {
+    /// The settings for `variant` and `overrides` (`NAME=VALUE` pairs), defaults filled in.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming an unknown variant or parameter.
+    pub fn settings(&self, variant: Option<&str>, overrides: &[(String, String)]) -> Result<Settings, ConfigError> {
+        if let Some(name) = variant {
+            if !self.variants.iter().any(|v| v.name == name) {
+                let known: Vec<&str> = self.variants.iter().map(|v| v.name).collect();
+                return Err(ConfigError::UnknownVariant { system: self.name.into(), name: name.into(), known: known.join(", ") });
+            }
+        }
+        let mut values: BTreeMap<String, String> = self.params.iter().map(|p| (p.name.to_string(), p.default.to_string())).collect();
+        for (name, value) in overrides {
+            match values.get_mut(name) {
+                Some(slot) => *slot = value.clone(),
+                None => {
+                    let known: Vec<&str> = self.params.iter().map(|p| p.name).collect();
+                    return Err(ConfigError::UnknownParam { system: self.name.into(), name: name.clone(), known: known.join(", ") });
+                }
+            }
+        }
+        Ok(Settings { variant: variant.map(str::to_string), values })
+    }
+}
+
+impl Settings {
+    /// Parameter `name` as a whole number in `range`.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadValue`] if it is not one.
+    pub fn number(&self, name: &str, range: std::ops::RangeInclusive<usize>) -> Result<usize, ConfigError> {
+        let value = self.values.get(name).map(String::as_str).unwrap_or_default();
+        let bad = |reason: String| ConfigError::BadValue { name: name.into(), value: value.into(), reason };
+        let n: usize = value.parse().map_err(|_| bad("not a whole number".into()))?;
+        if !range.contains(&n) {
+            return Err(bad(format!("must be from {} to {}", range.start(), range.end())));
+        }
+        Ok(n)
+    }
+
+    /// Whether the variant is `name`.
+    pub fn is(&self, name: &str) -> bool {
+        self.variant.as_deref() == Some(name)
+    }
+}
+
+/// Every registered system.
+pub fn systems() -> Vec<System> {
+    vec![crate::two_phase_commit::system()]
+}
+
+/// The system named `name`.
+///
+/// # Errors
+/// [`ConfigError::UnknownSystem`] listing the known names.
+pub fn find(name: &str) -> Result<System, ConfigError> {
+    let all = systems();
+    let known: Vec<&str> = all.iter().map(|s| s.name).collect();
+    let known = known.join(", ");
+    all.into_iter().find(|s| s.name == name).ok_or(ConfigError::UnknownSystem { name: name.into(), known })
+}

@@ -1,0 +1,204 @@
+//! Two-phase commit, node for node as TLA+'s `TwoPhase` (Gray and Lamport, "Consensus on
+//! Transaction Commit"; tlaplus/Examples `transaction_commit/TwoPhase.tla`).
+//!
+//! Node 0 is the transaction manager (TM), nodes 1..=N the resource managers (RMs). Messages
+//! live in a grow-only set, as in the spec, so a message is never consumed and its receipt may
+//! repeat. Actions that no message triggers (`TMCommit`, `TMAbort`, `RMPrepare`,
+//! `RMChooseToAbort`) are spontaneous driver inputs. The world is then in one-to-one
+//! correspondence with the spec's state (`rmState`, `tmState`, `tmPrepared`, `msgs`), so the
+//! distinct-state counts equal TLC's: 288 for N = 3, 8,832 for N = 5, 50,816 for N = 6.
+
+use crate::{Param, Settings, System, Variant};
+use foretell_check::DynModel;
+use foretell_model::{Driver, Model, NetworkKind, NodeId, Out, Protocol, World};
+use serde::{Deserialize, Serialize};
+
+/// A resource manager's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RmState {
+    /// Working on the transaction.
+    Working,
+    /// Prepared to commit.
+    Prepared,
+    /// Committed.
+    Committed,
+    /// Aborted.
+    Aborted,
+}
+
+/// The transaction manager's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TmState {
+    /// Collecting `Prepared` messages.
+    Init,
+    /// Decided to commit.
+    Committed,
+    /// Decided to abort.
+    Aborted,
+}
+
+/// A node's state: the TM's or an RM's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum State {
+    /// The transaction manager: its decision and which RMs it knows are prepared.
+    Tm {
+        /// The decision.
+        state: TmState,
+        /// `prepared[i]`: RM `i + 1` is known to be prepared.
+        prepared: Vec<bool>,
+    },
+    /// A resource manager.
+    Rm(RmState),
+}
+
+/// Messages of the protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Msg {
+    /// An RM tells the TM it is prepared.
+    Prepared,
+    /// The TM's commit decision.
+    Commit,
+    /// The TM's abort decision.
+    Abort,
+}
+
+/// Actions no message triggers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Input {
+    /// TM: commit if every RM is prepared.
+    Commit,
+    /// TM: abort while undecided.
+    Abort,
+    /// RM: prepare while working.
+    Prepare,
+    /// RM: abort on its own while working.
+    ChooseToAbort,
+}
+
+/// The protocol.
+#[derive(Clone, Debug)]
+pub struct TwoPhase {
+    rms: usize,
+}
+
+const TM: NodeId = NodeId(0);
+
+impl Protocol for TwoPhase {
+    type State = State;
+    type Msg = Msg;
+    type Timer = ();
+    type Input = Input;
+
+    fn init(&self, me: NodeId, _: &mut Out<'_, Self>) -> State {
+        if me == TM {
+            State::Tm { state: TmState::Init, prepared: vec![false; self.rms] }
+        } else {
+            State::Rm(RmState::Working)
+        }
+    }
+
+    fn on_message(&self, _: NodeId, state: &mut State, from: NodeId, msg: &Msg, _: &mut Out<'_, Self>) {
+        match (state, msg) {
+            (State::Tm { state: TmState::Init, prepared }, Msg::Prepared) => prepared[from.index() - 1] = true,
+            (State::Rm(rm), Msg::Commit) => *rm = RmState::Committed,
+            (State::Rm(rm), Msg::Abort) => *rm = RmState::Aborted,
+            _ => {}
+        }
+    }
+
+    fn on_input(&self, _: NodeId, state: &mut State, input: &Input, out: &mut Out<'_, Self>) {
+        match (state, input) {
+            (State::Tm { state: tm @ TmState::Init, prepared }, Input::Commit) if prepared.iter().all(|p| *p) => {
+                *tm = TmState::Committed;
+                let rms = out.peers();
+                out.broadcast(rms, Msg::Commit);
+            }
+            (State::Tm { state: tm @ TmState::Init, .. }, Input::Abort) => {
+                *tm = TmState::Aborted;
+                let rms = out.peers();
+                out.broadcast(rms, Msg::Abort);
+            }
+            (State::Rm(rm @ RmState::Working), Input::Prepare) => {
+                *rm = RmState::Prepared;
+                out.send(TM, Msg::Prepared);
+            }
+            (State::Rm(rm @ RmState::Working), Input::ChooseToAbort) => *rm = RmState::Aborted,
+            _ => {}
+        }
+    }
+}
+
+fn rm_states(world: &World<TwoPhase>) -> impl Iterator<Item = RmState> + Clone + '_ {
+    world.states().filter_map(|s| match s {
+        State::Rm(rm) => Some(*rm),
+        State::Tm { .. } => None,
+    })
+}
+
+/// The model with `rms` resource managers: `always "consistent"` (no RM committed while another
+/// aborted), and the two agreement outcomes as `sometimes` goals.
+pub fn model(rms: usize) -> Model<TwoPhase> {
+    let mut driver = Driver::new().spontaneous(TM, Input::Commit).spontaneous(TM, Input::Abort);
+    for rm in NodeId::all(rms + 1).skip(1) {
+        driver = driver.spontaneous(rm, Input::Prepare).spontaneous(rm, Input::ChooseToAbort);
+    }
+    Model::new(TwoPhase { rms })
+        .nodes(rms + 1)
+        .network(NetworkKind::GrowOnly)
+        .driver(driver)
+        .always("consistent", |w| {
+            let mut states = rm_states(w);
+            !(states.clone().any(|s| s == RmState::Committed) && states.any(|s| s == RmState::Aborted))
+        })
+        .sometimes("abort agreement", |w| rm_states(w).all(|s| s == RmState::Aborted))
+        .sometimes("commit agreement", |w| rm_states(w).all(|s| s == RmState::Committed))
+}
+
+const PARAMS: &[Param] = &[Param { name: "rms", default: "3", help: "resource managers (1 to 12)" }];
+const VARIANTS: &[Variant] = &[];
+
+fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
+    Ok(Box::new(model(settings.number("rms", 1..=12)?)))
+}
+
+/// The registry entry.
+pub fn system() -> System {
+    System {
+        name: "two-phase-commit",
+        about: "TLA+'s TwoPhase: a transaction manager and N resource managers over a grow-only message set",
+        params: PARAMS,
+        variants: VARIANTS,
+        build,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foretell_check::Check;
+
+    /// The distinct-state counts equal TLC's (and Stateright's) for the same spec, whichever
+    /// engine explores them.
+    #[test]
+    fn counts_equal_tlc_for_three_and_five_rms() {
+        for (rms, expected) in [(3, 288), (5, 8_832)] {
+            let model = model(rms);
+            for report in [Check::bfs(&model).run(), Check::dfs(&model).run(), Check::stateless(&model).run()] {
+                report.assert_holds("consistent").assert_covered("abort agreement").assert_covered("commit agreement");
+                assert_eq!(report.stats.unique_states, expected, "{} with {rms} RMs", report.engine);
+            }
+        }
+    }
+
+    /// The BFS depth equals TLC's (11 for N = 3, counting the initial state as 1).
+    #[test]
+    fn bfs_depth_matches_tlc() {
+        assert_eq!(Check::bfs(&model(3)).run().stats.max_depth + 1, 11);
+    }
+
+    /// Six RMs: TwoPhase.tla's comment says 50,816 reachable states.
+    #[test]
+    fn count_equals_tlc_for_six_rms() {
+        assert_eq!(Check::bfs(&model(6)).run().stats.unique_states, 50_816);
+    }
+}
