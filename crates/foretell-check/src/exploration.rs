@@ -77,7 +77,8 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             return true;
         }
         self.polls += 1;
-        if self.polls % POLL_EVERY != 0 {
+        // Poll on the first call too, so that a run interrupted before it starts stops at once.
+        if (self.polls - 1) % POLL_EVERY != 0 {
             return false;
         }
         if let Some(max) = self.options.states_max {

@@ -183,12 +183,17 @@ fn to_value<T: Serialize>(value: &T) -> Value {
 }
 
 /// A replayed trace: the worlds it passes through and the violation it reproduces.
-#[derive(Debug)]
 pub struct Replayed<P: Protocol> {
     /// The initial world followed by the world after each step.
     pub worlds: Vec<World<P>>,
     /// The first violation met, if any.
     pub verdict: Option<TraceVerdict>,
+}
+
+impl<P: Protocol> fmt::Debug for Replayed<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Replayed").field("worlds", &self.worlds).field("verdict", &self.verdict).finish()
+    }
 }
 
 impl<'m, P: Protocol> Simulator<'m, P> {

@@ -1,0 +1,75 @@
+//! The command line's shape: verbs and typed flags, parsed by clap.
+
+use clap::{Parser, Subcommand};
+use foretell_check::EngineKind;
+use std::path::PathBuf;
+
+/// foretell: find bugs in distributed systems before their users do.
+#[derive(Debug, Parser)]
+#[command(name = "foretell", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the bundled systems with their parameters, variants and properties.
+    List,
+    /// Check a system exhaustively for safety violations.
+    Check(CheckArgs),
+    /// Re-execute a trace file and report the first step that departs from it.
+    Replay {
+        /// The trace file.
+        file: PathBuf,
+    },
+    /// Print a trace file as text, one line per step.
+    Show {
+        /// The trace file.
+        file: PathBuf,
+        /// Also print each touched node's state after its step.
+        #[arg(long)]
+        states: bool,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The system to check (see `foretell list`).
+    pub system: String,
+    /// A bug variant of the system (default: the correct version).
+    #[arg(long = "bug", value_name = "NAME")]
+    pub bug: Option<String>,
+    /// A system parameter, NAME=VALUE (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_assignment)]
+    pub set: Vec<(String, String)>,
+    /// The engine.
+    #[arg(long, default_value = "bfs", value_parser = parse_engine)]
+    pub engine: EngineKind,
+    /// Explore no world more than D steps from the initial world.
+    #[arg(long, value_name = "D")]
+    pub max_depth: Option<usize>,
+    /// Stop after S distinct worlds.
+    #[arg(long, value_name = "S")]
+    pub max_states: Option<u64>,
+    /// Stop after SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Where to write the violation's trace (default: SYSTEM[-BUG].trace.json).
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_assignment(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+        _ => Err(format!("expected NAME=VALUE, got {text:?}")),
+    }
+}
+
+fn parse_engine(text: &str) -> Result<EngineKind, String> {
+    text.parse()
+}

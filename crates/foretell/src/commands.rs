@@ -1,0 +1,186 @@
+//! The verbs: glue between parsed flags, the system registry, the engines and the terminal.
+
+use crate::cli::{CheckArgs, Cli, Command};
+use anyhow::{bail, Context, Result};
+use foretell_check::{CheckOptions, Interrupt, Progress, Report};
+use foretell_model::{SystemRef, Trace};
+use foretell_systems::System;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::List => list(),
+        Command::Check(args) => check(args),
+        Command::Replay { file } => replay(&file),
+        Command::Show { file, states } => {
+            print!("{}", load_trace(&file)?.to_text(states));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn list() -> Result<ExitCode> {
+    for system in foretell_systems::systems() {
+        println!("{}: {}", system.name, system.about);
+        for p in system.params {
+            println!("    --set {}={:<8} {}", p.name, p.default, p.help);
+        }
+        for v in system.variants {
+            println!("    --bug {:<18} {}", v.name, v.help);
+        }
+        let model = (system.build)(&system.settings(None, &[])?)?;
+        for p in model.summary().properties {
+            println!("    {:<10} {}", p.kind, p.name);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(args: CheckArgs) -> Result<ExitCode> {
+    let system = foretell_systems::find(&args.system)?;
+    let settings = system.settings(args.bug.as_deref(), &args.set)?;
+    let model = (system.build)(&settings)?;
+    let interrupt = Interrupt::new();
+    let on_interrupt = interrupt.clone();
+    ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
+    let bar = progress_bar();
+    let sink_bar = bar.clone();
+    let timeout = match args.timeout {
+        Some(secs) if !(secs.is_finite() && secs > 0.0) => bail!("--timeout must be a positive number of seconds"),
+        Some(secs) => Some(Duration::from_secs_f64(secs)),
+        None => None,
+    };
+    let options = CheckOptions {
+        engine: args.engine,
+        depth_max: args.max_depth,
+        states_max: args.max_states,
+        timeout,
+        interrupt: Some(interrupt),
+        progress: Some(Arc::new(move |p: &Progress| show_progress(&sink_bar, p))),
+        ..CheckOptions::default()
+    };
+    let mut report = model.check(&options)?;
+    bar.finish_and_clear();
+    let system_ref = SystemRef { name: system.name.to_string(), variant: settings.variant.clone(), params: settings.values.clone() };
+    let mut trace_files = Vec::new();
+    for (i, violation) in report.violations.iter_mut().enumerate() {
+        violation.trace.system = Some(system_ref.clone());
+        let path = trace_path(&args, &system, i);
+        std::fs::write(&path, violation.trace.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
+        trace_files.push(path);
+    }
+    if args.json {
+        println!("{}", report_json(&report, &system_ref, &trace_files));
+    } else {
+        print_report(&report, &system_ref, &trace_files);
+    }
+    Ok(if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn trace_path(args: &CheckArgs, system: &System, index: usize) -> PathBuf {
+    let base = match (&args.trace_out, index) {
+        (Some(path), 0) => return path.clone(),
+        (Some(path), i) => return path.with_extension(format!("{i}.json")),
+        (None, _) => match &args.bug {
+            Some(bug) => format!("{}-{bug}", system.name),
+            None => system.name.to_string(),
+        },
+    };
+    PathBuf::from(if index == 0 { format!("{base}.trace.json") } else { format!("{base}.{index}.trace.json") })
+}
+
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("a valid template"));
+    bar
+}
+
+fn show_progress(bar: &ProgressBar, p: &Progress) {
+    let rate = p.unique_states as f64 / p.elapsed.as_secs_f64().max(1e-9);
+    bar.set_message(format!(
+        "{} states ({rate:.0}/s), {} transitions, depth {}, queue {}",
+        p.unique_states, p.transitions, p.max_depth, p.queue
+    ));
+    bar.tick();
+}
+
+fn print_report(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) {
+    let variant = system.variant.as_deref().unwrap_or("correct version");
+    println!("{} ({variant})", system.name);
+    println!("{report}");
+    for (violation, file) in report.violations.iter().zip(trace_files) {
+        println!();
+        println!("violation of {:?} ({}) in {} steps:", violation.property, violation.kind, violation.trace.steps.len());
+        print!("{}", violation.trace.to_text(false));
+        println!("trace written to {} (foretell show {0} --states; foretell replay {0})", file.display());
+    }
+}
+
+fn report_json(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) -> serde_json::Value {
+    let violations: Vec<_> = report
+        .violations
+        .iter()
+        .zip(trace_files)
+        .map(|(v, file)| {
+            json!({
+                "property": v.property,
+                "kind": v.kind,
+                "message": v.message,
+                "steps": v.trace.steps.len(),
+                "trace_file": file.display().to_string(),
+            })
+        })
+        .collect();
+    let properties: serde_json::Map<String, serde_json::Value> =
+        report.properties.iter().map(|p| (p.name.clone(), json!({"kind": p.kind, "status": p.status}))).collect();
+    json!({
+        "system": system.name,
+        "variant": system.variant,
+        "params": system.params,
+        "engine": report.engine,
+        "verdict": report.verdict(),
+        "completion": report.completion,
+        "properties": properties,
+        "stats": {
+            "unique_states": report.stats.unique_states,
+            "transitions": report.stats.transitions,
+            "max_depth": report.stats.max_depth,
+            "seconds": report.stats.seconds,
+        },
+        "violations": violations,
+    })
+}
+
+fn load_trace(file: &Path) -> Result<Trace> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    Trace::from_json(&text).with_context(|| file.display().to_string())
+}
+
+fn replay(file: &Path) -> Result<ExitCode> {
+    let trace = load_trace(file)?;
+    let Some(system_ref) = &trace.system else {
+        bail!("{}: the trace does not name its system, so there is nothing to replay it against", file.display());
+    };
+    let system = foretell_systems::find(&system_ref.name)?;
+    let overrides: Vec<(String, String)> = system_ref.params.clone().into_iter().collect();
+    let settings = system.settings(system_ref.variant.as_deref(), &overrides)?;
+    let model = (system.build)(&settings)?;
+    match model.replay(&trace) {
+        Ok(summary) => {
+            match &summary.verdict {
+                Some(v) => println!("replayed {} steps: {:?} is violated at step {} ({})", summary.steps, v.property, v.step, v.message),
+                None => println!("replayed {} steps: every fingerprint matches, no violation", summary.steps),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            println!("replay departs from {}: {error}", file.display());
+            Ok(ExitCode::from(1))
+        }
+    }
+}

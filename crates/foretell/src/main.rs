@@ -1,0 +1,22 @@
+//! The `foretell` command: the CLI plus glue code over the library crates.
+//!
+//! Results go to stdout (text, or one JSON object with `--json`); progress and errors go to
+//! stderr. Exit codes: 0 every property holds within the bounds explored, 1 a violation was
+//! found (or a replay departs from its trace), 2 bad usage or bad input, with a one-line reason.
+
+mod cli;
+mod commands;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("foretell: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
