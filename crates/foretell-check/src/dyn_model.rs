@@ -2,7 +2,9 @@
 //! command line can check, describe and replay any of them through one interface.
 
 use crate::{Check, CheckOptions, Report};
-use foretell_model::{Budget, Model, ModelError, NetworkKind, Protocol, ReplayError, Simulator, Trace, TraceVerdict};
+use foretell_model::{
+    Budget, Model, ModelError, NetworkKind, Protocol, ReplayError, Simulator, Trace, TraceVerdict,
+};
 use serde::Serialize;
 
 /// A declared property, by name and kind.

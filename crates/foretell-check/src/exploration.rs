@@ -14,6 +14,12 @@ use std::time::{Duration, Instant};
 const POLL_EVERY: u64 = 1 << 10;
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
+/// The steps of a path: each action with its handler's choice values.
+pub(crate) type Steps = Vec<(Action, Vec<usize>)>;
+
+/// A violation and the path that reaches it: the initial world's choices and the steps.
+pub(crate) type Found = (StepViolation, Vec<usize>, Steps);
+
 pub(crate) struct Exploration<'m, 'o, P: Protocol> {
     pub(crate) sim: Simulator<'m, P>,
     pub(crate) options: &'o CheckOptions,
@@ -44,7 +50,12 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
 
     /// Counts a new distinct world at `depth` and checks it; returns the violation it shows,
     /// the step's own (panic, assertion) first.
-    pub(crate) fn examine(&mut self, world: &World<P>, depth: usize, step: Option<StepViolation>) -> Option<StepViolation> {
+    pub(crate) fn examine(
+        &mut self,
+        world: &World<P>,
+        depth: usize,
+        step: Option<StepViolation>,
+    ) -> Option<StepViolation> {
         self.stats.unique_states += 1;
         self.stats.max_depth = self.stats.max_depth.max(depth);
         let violation = step.or_else(|| self.sim.violated_invariant(world));
@@ -113,7 +124,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
     }
 
     /// The steps (action, choices) that follow successor `ordinals` from initial world `root`.
-    pub(crate) fn steps_from_ordinals(&self, root: u32, ordinals: &[u32]) -> (Vec<usize>, Vec<(Action, Vec<usize>)>) {
+    pub(crate) fn steps_from_ordinals(&self, root: u32, ordinals: &[u32]) -> (Vec<usize>, Steps) {
         let mut init = None;
         let mut index = 0u32;
         self.sim.initial_worlds(|choices, world, _| {
@@ -125,7 +136,8 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
         let (init_choices, mut world) = init.expect("a recorded root is an initial world");
         let mut steps = Vec::with_capacity(ordinals.len());
         for &ordinal in ordinals {
-            let (action, choices) = self.sim.successor_step(&world, ordinal).expect("a recorded ordinal names a successor");
+            let (action, choices) =
+                self.sim.successor_step(&world, ordinal).expect("a recorded ordinal names a successor");
             let mut chooser = FixedChoices::new(&choices);
             world = self.sim.step(&world, action, &mut chooser, false).world;
             steps.push((action, choices));
@@ -134,7 +146,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
     }
 
     /// The report, with `found` (the violation and the steps that reach it) if any.
-    pub(crate) fn finish(mut self, found: Option<(StepViolation, Vec<usize>, Vec<(Action, Vec<usize>)>)>) -> Report {
+    pub(crate) fn finish(mut self, found: Option<Found>) -> Report {
         self.stats.seconds = self.started.elapsed().as_secs_f64();
         if let Some(sink) = &self.options.progress {
             sink(&self.progress(0));
@@ -176,7 +188,11 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             .collect();
         for v in &violations {
             if !properties.iter().any(|p| p.name == v.property) {
-                properties.push(PropertyReport { name: v.property.clone(), kind: v.kind.to_string(), status: Status::Violated });
+                properties.push(PropertyReport {
+                    name: v.property.clone(),
+                    kind: v.kind.to_string(),
+                    status: Status::Violated,
+                });
             }
         }
         Report { engine: self.options.engine, completion, properties, violations, stats: self.stats }

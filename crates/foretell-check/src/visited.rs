@@ -69,7 +69,13 @@ impl Visited {
 
     /// Records a world reached from `parent` (None for an initial world, whose index is
     /// `ordinal`) at `depth`.
-    pub(crate) fn visit(&mut self, fingerprint: Fingerprint, parent: Option<RecordId>, ordinal: u32, depth: u32) -> Visit {
+    pub(crate) fn visit(
+        &mut self,
+        fingerprint: Fingerprint,
+        parent: Option<RecordId>,
+        ordinal: u32,
+        depth: u32,
+    ) -> Visit {
         let record = Record { parent: parent.unwrap_or(ROOT), ordinal, depth };
         let existing = match &self.keys {
             Keys::Short(m) => m.get(&fingerprint.short()).copied(),

@@ -142,7 +142,10 @@ fn trace_files_round_trip_and_bad_ones_are_rejected() {
     assert_eq!(read, trace);
     assert!(matches!(Trace::from_json("{"), Err(TraceError::Malformed(_))));
     assert!(matches!(Trace::from_json(r#"{"format":"x","version":1}"#), Err(TraceError::WrongFormat(_))));
-    assert!(matches!(Trace::from_json(r#"{"format":"foretell-trace","version":9}"#), Err(TraceError::UnsupportedVersion(9))));
+    assert!(matches!(
+        Trace::from_json(r#"{"format":"foretell-trace","version":9}"#),
+        Err(TraceError::UnsupportedVersion(9))
+    ));
 }
 
 /// An interrupted run stops cleanly with a partial report.
@@ -193,9 +196,13 @@ fn resets_break_connections_and_keep_the_clock() {
     let violation = report.assert_violated("no transport error");
     let events: Vec<&str> = violation.trace.steps.iter().map(|s| s.event["kind"].as_str().unwrap()).collect();
     assert_eq!(events, ["reset", "transport_error"]);
-    let holds = Check::bfs(&Model::new(Pinger).nodes(2).network(NetworkKind::FifoChannels).faults(
-        Faults::none().resets(Budget::at_most(1)).resettable([NodeId(0)]),
-    ).sometimes("restarted with a later stamp", |w: &World<Pinger>| w.state(NodeId(0)).0 == 2))
+    let holds = Check::bfs(
+        &Model::new(Pinger)
+            .nodes(2)
+            .network(NetworkKind::FifoChannels)
+            .faults(Faults::none().resets(Budget::at_most(1)).resettable([NodeId(0)]))
+            .sometimes("restarted with a later stamp", |w: &World<Pinger>| w.state(NodeId(0)).0 == 2),
+    )
     .run();
     holds.assert_covered("restarted with a later stamp");
 }

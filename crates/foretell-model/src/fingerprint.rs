@@ -83,8 +83,7 @@ impl FingerprintHasher {
 
     fn encode_into<T: Serialize + ?Sized>(value: &T, bytes: &mut Vec<u8>) {
         let taken = std::mem::take(bytes);
-        *bytes = postcard::to_extend(value, taken)
-            .expect("canonical encoding of a model value cannot fail");
+        *bytes = postcard::to_extend(value, taken).expect("canonical encoding of a model value cannot fail");
     }
 
     /// Combines a part's hash with a tag that says where the part sits (a node index, a

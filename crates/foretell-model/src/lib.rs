@@ -46,7 +46,7 @@ pub use simulator::{
     ViolationKind,
 };
 pub use trace::{
-    Replayed, ReplayError, SentMessage, SystemRef, Trace, TraceError, TraceInitial, TraceStep, TraceVerdict, TRACE_FORMAT,
-    TRACE_VERSION,
+    ReplayError, Replayed, SentMessage, SystemRef, Trace, TraceError, TraceInitial, TraceStep, TraceVerdict,
+    TRACE_FORMAT, TRACE_VERSION,
 };
 pub use world::{NodeView, World};

@@ -169,7 +169,13 @@ impl<M: Serialize> Network<M> {
         }
         let mut broken = Vec::new();
         self.connections.retain(|&(a, b)| {
-            let peer = if a == node { b } else if b == node { a } else { return true };
+            let peer = if a == node {
+                b
+            } else if b == node {
+                a
+            } else {
+                return true;
+            };
             broken.push(peer);
             false
         });

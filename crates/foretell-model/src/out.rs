@@ -137,10 +137,6 @@ impl<'a, P: Protocol> Out<'a, P> {
     /// `Phase2a`, for one). Protocols meant to run live should react to deliveries instead.
     pub fn mailbox(&self) -> impl Iterator<Item = (NodeId, &P::Msg)> + '_ {
         let me = self.me;
-        self.network
-            .messages()
-            .iter()
-            .filter(move |e| e.to == me)
-            .map(|e| (e.from, &e.msg))
+        self.network.messages().iter().filter(move |e| e.to == me).map(|e| (e.from, &e.msg))
     }
 }

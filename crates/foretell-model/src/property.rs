@@ -33,11 +33,14 @@ impl fmt::Display for PropertyKind {
     }
 }
 
+/// A shared predicate over worlds.
+pub(crate) type Predicate<P> = Arc<dyn Fn(&World<P>) -> bool + Send + Sync>;
+
 /// A named predicate over worlds.
 pub struct Property<P: Protocol> {
     pub(crate) name: String,
     pub(crate) kind: PropertyKind,
-    pub(crate) predicate: Arc<dyn Fn(&World<P>) -> bool + Send + Sync>,
+    pub(crate) predicate: Predicate<P>,
 }
 
 impl<P: Protocol> Property<P> {

@@ -49,36 +49,18 @@ pub trait Protocol: Sized + Send + Sync + 'static {
 
     /// Timer `timer` of node `me` fires. It was disarmed before the call; re-arm it with
     /// [`Out::set_timer`] to keep it (a recurring timer).
-    fn on_timer(
-        &self,
-        me: NodeId,
-        state: &mut Self::State,
-        timer: &Self::Timer,
-        out: &mut Out<'_, Self>,
-    ) {
+    fn on_timer(&self, me: NodeId, state: &mut Self::State, timer: &Self::Timer, out: &mut Out<'_, Self>) {
         let _ = (me, state, timer, out);
     }
 
     /// The driver gives node `me` an application input.
-    fn on_input(
-        &self,
-        me: NodeId,
-        state: &mut Self::State,
-        input: &Self::Input,
-        out: &mut Out<'_, Self>,
-    ) {
+    fn on_input(&self, me: NodeId, state: &mut Self::State, input: &Self::Input, out: &mut Out<'_, Self>) {
         let _ = (me, state, input, out);
     }
 
     /// The transport tells node `me` that its connection to `peer` broke (the peer reset, or a
     /// socket error): what a TCP RST looks like to the application.
-    fn on_transport_error(
-        &self,
-        me: NodeId,
-        state: &mut Self::State,
-        peer: NodeId,
-        out: &mut Out<'_, Self>,
-    ) {
+    fn on_transport_error(&self, me: NodeId, state: &mut Self::State, peer: NodeId, out: &mut Out<'_, Self>) {
         let _ = (me, state, peer, out);
     }
 }

@@ -13,9 +13,7 @@
 use crate::network::Network;
 use crate::out::Chooser;
 use crate::world::{FaultsUsed, NodeSlot};
-use crate::{
-    Action, Envelope, Event, Model, ModelError, NodeId, Out, PropertyKind, Protocol, World,
-};
+use crate::{Action, Envelope, Event, Model, ModelError, NodeId, Out, PropertyKind, Protocol, World};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -190,7 +188,8 @@ impl Chooser for FixedChoices<'_> {
                 0
             }
             None => {
-                self.problem.get_or_insert(format!("the handler asked for choice {at}, which is not recorded"));
+                self.problem
+                    .get_or_insert(format!("the handler asked for choice {at}, which is not recorded"));
                 0
             }
         }
@@ -280,7 +279,13 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
         }
         let pending = low_bits(model.input_driver().once.len());
-        let mut world = World { nodes, network, pending, faults_used: FaultsUsed::default(), fingerprint: Default::default() };
+        let mut world = World {
+            nodes,
+            network,
+            pending,
+            faults_used: FaultsUsed::default(),
+            fingerprint: Default::default(),
+        };
         world.seal();
         (world, choices, violation, log)
     }
@@ -523,7 +528,9 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let record = event.is_some();
         let mut out = self.out(me, &mut timers, &mut clock, chooser, record, &world.network);
         let result = catch_unwind(AssertUnwindSafe(|| match call {
-            Call::Message(from, envelope) => protocol.on_message(me, &mut state, from, &envelope.msg, &mut out),
+            Call::Message(from, envelope) => {
+                protocol.on_message(me, &mut state, from, &envelope.msg, &mut out)
+            }
             Call::Timer(timer) => protocol.on_timer(me, &mut state, &timer, &mut out),
             Call::Input(input) => protocol.on_input(me, &mut state, input, &mut out),
             Call::TransportError(peer) => protocol.on_transport_error(me, &mut state, peer, &mut out),

@@ -208,8 +208,14 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let mut chooser = FixedChoices::new(init_choices);
         let (mut world, _, init_violation, _) = self.init_with(&mut chooser, true);
         chooser.finish().expect("engine-produced initial choices re-execute");
-        let verdict_at = |step: usize, v: StepViolation| TraceVerdict { property: v.property, kind: v.kind, step, message: v.message };
-        let mut verdict = init_violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(0, v));
+        let verdict_at = |step: usize, v: StepViolation| TraceVerdict {
+            property: v.property,
+            kind: v.kind,
+            step,
+            message: v.message,
+        };
+        let mut verdict =
+            init_violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(0, v));
         let initial = TraceInitial {
             choices: init_choices.to_vec(),
             fingerprint: world.fingerprint().to_string(),
@@ -224,14 +230,21 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             world = outcome.world;
             let node = record.event.node();
             if verdict.is_none() {
-                verdict = outcome.violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(i + 1, v));
+                verdict = outcome
+                    .violation
+                    .or_else(|| self.violated_invariant(&world))
+                    .map(|v| verdict_at(i + 1, v));
             }
             trace_steps.push(TraceStep {
                 step: i + 1,
                 node,
                 event: to_value(&record.event),
                 choices: choices.clone(),
-                sent: record.sent.iter().map(|(to, msg)| SentMessage { to: *to, msg: to_value(msg) }).collect(),
+                sent: record
+                    .sent
+                    .iter()
+                    .map(|(to, msg)| SentMessage { to: *to, msg: to_value(msg) })
+                    .collect(),
                 log: record.log,
                 fingerprint: world.fingerprint().to_string(),
                 state: world.nodes.get(node.index()).map(|slot| to_value(&slot.state)),
@@ -259,8 +272,14 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let (mut world, _, init_violation, _) = self.init_with(&mut chooser, false);
         chooser.finish().map_err(|r| fail(0, r))?;
         check_fingerprint(0, &trace.initial.fingerprint, world.fingerprint())?;
-        let verdict_at = |step: usize, v: StepViolation| TraceVerdict { property: v.property, kind: v.kind, step, message: v.message };
-        let mut verdict = init_violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(0, v));
+        let verdict_at = |step: usize, v: StepViolation| TraceVerdict {
+            property: v.property,
+            kind: v.kind,
+            step,
+            message: v.message,
+        };
+        let mut verdict =
+            init_violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(0, v));
         let mut worlds = vec![world.clone()];
         for (i, step) in trace.steps.iter().enumerate() {
             let number = i + 1;
@@ -278,18 +297,25 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             world = outcome.world;
             check_fingerprint(number, &step.fingerprint, world.fingerprint())?;
             if verdict.is_none() {
-                verdict = outcome.violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(number, v));
+                verdict = outcome
+                    .violation
+                    .or_else(|| self.violated_invariant(&world))
+                    .map(|v| verdict_at(number, v));
             }
             worlds.push(world.clone());
         }
         if let Some(expected) = &trace.verdict {
-            let same = verdict.as_ref().is_some_and(|v| v.property == expected.property && v.step == expected.step);
+            let same =
+                verdict.as_ref().is_some_and(|v| v.property == expected.property && v.step == expected.step);
             if !same {
                 let got = match &verdict {
                     Some(v) => format!("{:?} violated at step {}", v.property, v.step),
                     None => "no violation".into(),
                 };
-                let reason = format!("the trace says {:?} is violated at step {}, the replay gives {got}", expected.property, expected.step);
+                let reason = format!(
+                    "the trace says {:?} is violated at step {}, the replay gives {got}",
+                    expected.property, expected.step
+                );
                 return Err(fail(trace.steps.len() + 1, reason));
             }
         }
@@ -299,7 +325,10 @@ impl<'m, P: Protocol> Simulator<'m, P> {
 
 fn check_fingerprint(step: usize, recorded: &str, actual: Fingerprint) -> Result<(), ReplayError> {
     let Some(expected) = Fingerprint::from_hex(recorded) else {
-        return Err(ReplayError { step, reason: format!("fingerprint {recorded:?} is not 32 hexadecimal digits") });
+        return Err(ReplayError {
+            step,
+            reason: format!("fingerprint {recorded:?} is not 32 hexadecimal digits"),
+        });
     };
     if expected != actual {
         return Err(ReplayError {

@@ -49,7 +49,8 @@ fn step_line(step: &TraceStep) -> String {
         let _ = write!(line, "  [choices {}]", choices.join(","));
     }
     if !step.sent.is_empty() {
-        let sent: Vec<String> = step.sent.iter().map(|m| format!("n{}: {}", m.to.0, compact(&m.msg))).collect();
+        let sent: Vec<String> =
+            step.sent.iter().map(|m| format!("n{}: {}", m.to.0, compact(&m.msg))).collect();
         let _ = write!(line, "  => {}", sent.join(", "));
     }
     line
@@ -67,7 +68,9 @@ fn describe(event: &Value) -> String {
         Some("spontaneous") => format!("spontaneous {}", field("input")),
         Some("reset") => "reset (crash and restart)".to_string(),
         Some("drop") => format!("network drops {} -> {}: {}", node("from"), node("to"), field("msg")),
-        Some("duplicate") => format!("network duplicates {} -> {}: {}", node("from"), node("to"), field("msg")),
+        Some("duplicate") => {
+            format!("network duplicates {} -> {}: {}", node("from"), node("to"), field("msg"))
+        }
         _ => compact(event),
     }
 }

@@ -96,20 +96,33 @@ impl System {
     ///
     /// # Errors
     /// A [`ConfigError`] naming an unknown variant or parameter.
-    pub fn settings(&self, variant: Option<&str>, overrides: &[(String, String)]) -> Result<Settings, ConfigError> {
+    pub fn settings(
+        &self,
+        variant: Option<&str>,
+        overrides: &[(String, String)],
+    ) -> Result<Settings, ConfigError> {
         if let Some(name) = variant {
             if !self.variants.iter().any(|v| v.name == name) {
                 let known: Vec<&str> = self.variants.iter().map(|v| v.name).collect();
-                return Err(ConfigError::UnknownVariant { system: self.name.into(), name: name.into(), known: known.join(", ") });
+                return Err(ConfigError::UnknownVariant {
+                    system: self.name.into(),
+                    name: name.into(),
+                    known: known.join(", "),
+                });
             }
         }
-        let mut values: BTreeMap<String, String> = self.params.iter().map(|p| (p.name.to_string(), p.default.to_string())).collect();
+        let mut values: BTreeMap<String, String> =
+            self.params.iter().map(|p| (p.name.to_string(), p.default.to_string())).collect();
         for (name, value) in overrides {
             match values.get_mut(name) {
                 Some(slot) => *slot = value.clone(),
                 None => {
                     let known: Vec<&str> = self.params.iter().map(|p| p.name).collect();
-                    return Err(ConfigError::UnknownParam { system: self.name.into(), name: name.clone(), known: known.join(", ") });
+                    return Err(ConfigError::UnknownParam {
+                        system: self.name.into(),
+                        name: name.clone(),
+                        known: known.join(", "),
+                    });
                 }
             }
         }

@@ -99,7 +99,9 @@ impl Protocol for TwoPhase {
 
     fn on_message(&self, _: NodeId, state: &mut State, from: NodeId, msg: &Msg, _: &mut Out<'_, Self>) {
         match (state, msg) {
-            (State::Tm { state: TmState::Init, prepared }, Msg::Prepared) => prepared[from.index() - 1] = true,
+            (State::Tm { state: TmState::Init, prepared }, Msg::Prepared) => {
+                prepared[from.index() - 1] = true
+            }
             (State::Rm(rm), Msg::Commit) => *rm = RmState::Committed,
             (State::Rm(rm), Msg::Abort) => *rm = RmState::Aborted,
             _ => {}
@@ -108,7 +110,9 @@ impl Protocol for TwoPhase {
 
     fn on_input(&self, _: NodeId, state: &mut State, input: &Input, out: &mut Out<'_, Self>) {
         match (state, input) {
-            (State::Tm { state: tm @ TmState::Init, prepared }, Input::Commit) if prepared.iter().all(|p| *p) => {
+            (State::Tm { state: tm @ TmState::Init, prepared }, Input::Commit)
+                if prepared.iter().all(|p| *p) =>
+            {
                 *tm = TmState::Committed;
                 let rms = out.peers();
                 out.broadcast(rms, Msg::Commit);
@@ -183,8 +187,12 @@ mod tests {
     fn counts_equal_tlc_for_three_and_five_rms() {
         for (rms, expected) in [(3, 288), (5, 8_832)] {
             let model = model(rms);
-            for report in [Check::bfs(&model).run(), Check::dfs(&model).run(), Check::stateless(&model).run()] {
-                report.assert_holds("consistent").assert_covered("abort agreement").assert_covered("commit agreement");
+            for report in [Check::bfs(&model).run(), Check::dfs(&model).run(), Check::stateless(&model).run()]
+            {
+                report
+                    .assert_holds("consistent")
+                    .assert_covered("abort agreement")
+                    .assert_covered("commit agreement");
                 assert_eq!(report.stats.unique_states, expected, "{} with {rms} RMs", report.engine);
             }
         }

@@ -51,7 +51,9 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     let bar = progress_bar();
     let sink_bar = bar.clone();
     let timeout = match args.timeout {
-        Some(secs) if !(secs.is_finite() && secs > 0.0) => bail!("--timeout must be a positive number of seconds"),
+        Some(secs) if !(secs.is_finite() && secs > 0.0) => {
+            bail!("--timeout must be a positive number of seconds")
+        }
         Some(secs) => Some(Duration::from_secs_f64(secs)),
         None => None,
     };
@@ -66,12 +68,17 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     };
     let mut report = model.check(&options)?;
     bar.finish_and_clear();
-    let system_ref = SystemRef { name: system.name.to_string(), variant: settings.variant.clone(), params: settings.values.clone() };
+    let system_ref = SystemRef {
+        name: system.name.to_string(),
+        variant: settings.variant.clone(),
+        params: settings.values.clone(),
+    };
     let mut trace_files = Vec::new();
     for (i, violation) in report.violations.iter_mut().enumerate() {
         violation.trace.system = Some(system_ref.clone());
         let path = trace_path(&args, &system, i);
-        std::fs::write(&path, violation.trace.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, violation.trace.to_json())
+            .with_context(|| format!("cannot write {}", path.display()))?;
         trace_files.push(path);
     }
     if args.json {
@@ -91,7 +98,11 @@ fn trace_path(args: &CheckArgs, system: &System, index: usize) -> PathBuf {
             None => system.name.to_string(),
         },
     };
-    PathBuf::from(if index == 0 { format!("{base}.trace.json") } else { format!("{base}.{index}.trace.json") })
+    PathBuf::from(if index == 0 {
+        format!("{base}.trace.json")
+    } else {
+        format!("{base}.{index}.trace.json")
+    })
 }
 
 fn progress_bar() -> ProgressBar {
@@ -115,7 +126,12 @@ fn print_report(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) {
     println!("{report}");
     for (violation, file) in report.violations.iter().zip(trace_files) {
         println!();
-        println!("violation of {:?} ({}) in {} steps:", violation.property, violation.kind, violation.trace.steps.len());
+        println!(
+            "violation of {:?} ({}) in {} steps:",
+            violation.property,
+            violation.kind,
+            violation.trace.steps.len()
+        );
         print!("{}", violation.trace.to_text(false));
         println!("trace written to {} (foretell show {0} --states; foretell replay {0})", file.display());
     }
@@ -136,8 +152,11 @@ fn report_json(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) -> 
             })
         })
         .collect();
-    let properties: serde_json::Map<String, serde_json::Value> =
-        report.properties.iter().map(|p| (p.name.clone(), json!({"kind": p.kind, "status": p.status}))).collect();
+    let properties: serde_json::Map<String, serde_json::Value> = report
+        .properties
+        .iter()
+        .map(|p| (p.name.clone(), json!({"kind": p.kind, "status": p.status})))
+        .collect();
     json!({
         "system": system.name,
         "variant": system.variant,
@@ -164,7 +183,10 @@ fn load_trace(file: &Path) -> Result<Trace> {
 fn replay(file: &Path) -> Result<ExitCode> {
     let trace = load_trace(file)?;
     let Some(system_ref) = &trace.system else {
-        bail!("{}: the trace does not name its system, so there is nothing to replay it against", file.display());
+        bail!(
+            "{}: the trace does not name its system, so there is nothing to replay it against",
+            file.display()
+        );
     };
     let system = foretell_systems::find(&system_ref.name)?;
     let overrides: Vec<(String, String)> = system_ref.params.clone().into_iter().collect();
@@ -173,7 +195,10 @@ fn replay(file: &Path) -> Result<ExitCode> {
     match model.replay(&trace) {
         Ok(summary) => {
             match &summary.verdict {
-                Some(v) => println!("replayed {} steps: {:?} is violated at step {} ({})", summary.steps, v.property, v.step, v.message),
+                Some(v) => println!(
+                    "replayed {} steps: {:?} is violated at step {} ({})",
+                    summary.steps, v.property, v.step, v.message
+                ),
                 None => println!("replayed {} steps: every fingerprint matches, no violation", summary.steps),
             }
             Ok(ExitCode::SUCCESS)

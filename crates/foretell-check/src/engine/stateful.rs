@@ -42,7 +42,10 @@ impl<T> Frontier<T> for Vec<T> {
     }
 }
 
-pub(crate) fn run<P: Protocol, F: Frontier<(World<P>, RecordId)>>(mut exp: Exploration<'_, '_, P>, mut frontier: F) -> Report {
+pub(crate) fn run<P: Protocol, F: Frontier<(World<P>, RecordId)>>(
+    mut exp: Exploration<'_, '_, P>,
+    mut frontier: F,
+) -> Report {
     let mut visited = Visited::new(exp.options.fingerprint_bits);
     let mut found: Option<(RecordId, StepViolation)> = None;
     let sim = exp.sim;

@@ -10,9 +10,9 @@
 //! exactly the worlds stateful search does; with [`crate::Pruning::None`] it explores every
 //! sequence up to the depth bound.
 
-use crate::exploration::Exploration;
+use crate::exploration::{Exploration, Found, Steps};
 use crate::{Pruning, Report};
-use foretell_model::{Action, Fingerprint, FixedChoices, Protocol, StepViolation, World};
+use foretell_model::{Action, Fingerprint, FixedChoices, Protocol, World};
 use rustc_hash::FxHashMap;
 
 struct Child {
@@ -27,8 +27,6 @@ struct Frame {
     children: Vec<Child>,
     next: usize,
 }
-
-type Found = (StepViolation, Vec<usize>, Vec<(Action, Vec<usize>)>);
 
 pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>) -> Report {
     let sim = exp.sim;
@@ -68,7 +66,7 @@ fn search_from<P: Protocol>(
 ) -> Option<Found> {
     let sim = exp.sim;
     let prune = exp.options.pruning == Pruning::Fingerprints;
-    let mut path: Vec<(Action, Vec<usize>)> = Vec::new();
+    let mut path: Steps = Vec::new();
     let mut current = Some(init);
     let mut frames = vec![expand(exp, current.as_ref().expect("just set"))];
     while !frames.is_empty() {
@@ -128,7 +126,7 @@ fn expand<P: Protocol>(exp: &mut Exploration<'_, '_, P>, world: &World<P>) -> Fr
 }
 
 /// Rebuilds the world at the end of `path` by re-executing it from the initial world.
-fn reexecute<P: Protocol>(exp: &Exploration<'_, '_, P>, init_choices: &[usize], path: &[(Action, Vec<usize>)]) -> World<P> {
+fn reexecute<P: Protocol>(exp: &Exploration<'_, '_, P>, init_choices: &[usize], path: &Steps) -> World<P> {
     let sim = exp.sim;
     let mut chooser = FixedChoices::new(init_choices);
     let (mut world, ..) = sim.init_with(&mut chooser, false);
