@@ -79,6 +79,7 @@ pub enum Input {
 #[derive(Clone, Debug)]
 pub struct TwoPhase {
     rms: usize,
+    early_commit: bool,
 }
 
 const TM: NodeId = NodeId(0);
@@ -111,7 +112,7 @@ impl Protocol for TwoPhase {
     fn on_input(&self, _: NodeId, state: &mut State, input: &Input, out: &mut Out<'_, Self>) {
         match (state, input) {
             (State::Tm { state: tm @ TmState::Init, prepared }, Input::Commit)
-                if prepared.iter().all(|p| *p) =>
+                if prepared.iter().all(|p| *p) || (self.early_commit && prepared.iter().any(|p| *p)) =>
             {
                 *tm = TmState::Committed;
                 let rms = out.peers();
@@ -140,13 +141,14 @@ fn rm_states(world: &World<TwoPhase>) -> impl Iterator<Item = RmState> + Clone +
 }
 
 /// The model with `rms` resource managers: `always "consistent"` (no RM committed while another
-/// aborted), and the two agreement outcomes as `sometimes` goals.
-pub fn model(rms: usize) -> Model<TwoPhase> {
+/// aborted), and the two agreement outcomes as `sometimes` goals. With `early_commit`, the TM
+/// commits as soon as one RM is prepared — the classic mistake of not waiting for every vote.
+pub fn model(rms: usize, early_commit: bool) -> Model<TwoPhase> {
     let mut driver = Driver::new().spontaneous(TM, Input::Commit).spontaneous(TM, Input::Abort);
     for rm in NodeId::all(rms + 1).skip(1) {
         driver = driver.spontaneous(rm, Input::Prepare).spontaneous(rm, Input::ChooseToAbort);
     }
-    Model::new(TwoPhase { rms })
+    Model::new(TwoPhase { rms, early_commit })
         .nodes(rms + 1)
         .network(NetworkKind::GrowOnly)
         .driver(driver)
@@ -159,10 +161,11 @@ pub fn model(rms: usize) -> Model<TwoPhase> {
 }
 
 const PARAMS: &[Param] = &[Param { name: "rms", default: "3", help: "resource managers (1 to 12)" }];
-const VARIANTS: &[Variant] = &[];
+const VARIANTS: &[Variant] =
+    &[Variant { name: "early-commit", help: "the TM commits once any RM is prepared, not all" }];
 
 fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
-    Ok(Box::new(model(settings.number("rms", 1..=12)?)))
+    Ok(Box::new(model(settings.number("rms", 1..=12)?, settings.is("early-commit"))))
 }
 
 /// The registry entry.
@@ -186,7 +189,7 @@ mod tests {
     #[test]
     fn counts_equal_tlc_for_three_and_five_rms() {
         for (rms, expected) in [(3, 288), (5, 8_832)] {
-            let model = model(rms);
+            let model = model(rms, false);
             for report in [Check::bfs(&model).run(), Check::dfs(&model).run(), Check::stateless(&model).run()]
             {
                 report
@@ -201,12 +204,24 @@ mod tests {
     /// The BFS depth equals TLC's (11 for N = 3, counting the initial state as 1).
     #[test]
     fn bfs_depth_matches_tlc() {
-        assert_eq!(Check::bfs(&model(3)).run().stats.max_depth + 1, 11);
+        assert_eq!(Check::bfs(&model(3, false)).run().stats.max_depth + 1, 11);
     }
 
     /// Six RMs: TwoPhase.tla's comment says 50,816 reachable states.
     #[test]
     fn count_equals_tlc_for_six_rms() {
-        assert_eq!(Check::bfs(&model(6)).run().stats.unique_states, 50_816);
+        assert_eq!(Check::bfs(&model(6, false)).run().stats.unique_states, 50_816);
+    }
+
+    /// The early-commit bug: BFS finds the shortest inconsistency (one RM prepares, the TM
+    /// receives it and commits, an RM that never prepared aborts on its own, the commit reaches
+    /// the prepared RM), and the trace replays.
+    #[test]
+    fn early_commit_is_found_in_five_steps_and_replays() {
+        let model = model(2, true);
+        let report = Check::bfs(&model).run();
+        let violation = report.assert_violated("consistent");
+        assert_eq!(violation.trace.steps.len(), 5);
+        foretell_model::Simulator::new(&model).unwrap().replay(&violation.trace).expect("replays");
     }
 }

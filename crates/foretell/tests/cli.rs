@@ -1,0 +1,100 @@
+//! The `foretell` binary end to end: exit codes, JSON output, trace files, replay and show.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn foretell(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("foretell-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A correct system holds: exit 0 and the JSON report carries TLC's count.
+#[test]
+fn check_json_reports_counts_and_exit_zero() {
+    let dir = scratch("holds");
+    let output = foretell(&["check", "two-phase-commit", "--set", "rms=3", "--json"], &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["verdict"], "holds");
+    assert_eq!(report["stats"]["unique_states"], 288);
+    assert_eq!(report["properties"]["consistent"]["status"], "holds");
+}
+
+/// A bug is found: exit 1, a trace file that replays, and `show` prints it one line per step.
+#[test]
+fn a_violation_writes_a_trace_that_replays_and_shows() {
+    let dir = scratch("violated");
+    let output = foretell(
+        &["check", "two-phase-commit", "--bug", "early-commit", "--json", "--trace-out", "bug.json"],
+        &dir,
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["verdict"], "violated");
+    assert_eq!(report["violations"][0]["property"], "consistent");
+    assert_eq!(report["violations"][0]["trace_file"], "bug.json");
+
+    let replay = foretell(&["replay", "bug.json"], &dir);
+    assert_eq!(replay.status.code(), Some(0), "{replay:?}");
+    assert!(stdout(&replay).contains("\"consistent\" is violated at step"), "{}", stdout(&replay));
+
+    let show = foretell(&["show", "bug.json", "--states"], &dir);
+    assert_eq!(show.status.code(), Some(0));
+    let steps = report["violations"][0]["steps"].as_u64().unwrap() as usize;
+    let text = stdout(&show);
+    assert!(text.contains("violation at step"), "{text}");
+    assert!(text.lines().filter(|l| l.trim_start().starts_with("state:")).count() == steps, "{text}");
+}
+
+/// A hand-edited trace fails replay with exit 1 and a message naming the step.
+#[test]
+fn an_edited_trace_fails_replay_at_its_step() {
+    let dir = scratch("edited");
+    foretell(&["check", "two-phase-commit", "--bug", "early-commit", "--trace-out", "bug.json"], &dir);
+    let mut trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bug.json")).unwrap()).unwrap();
+    trace["steps"][2]["fingerprint"] = serde_json::json!("0123456789abcdef0123456789abcdef");
+    std::fs::write(dir.join("edited.json"), trace.to_string()).unwrap();
+    let replay = foretell(&["replay", "edited.json"], &dir);
+    assert_eq!(replay.status.code(), Some(1), "{replay:?}");
+    assert!(stdout(&replay).contains("step 3: fingerprint differs"), "{}", stdout(&replay));
+}
+
+/// Malformed input gets exit 2 and one line on stderr, never a panic.
+#[test]
+fn bad_input_is_exit_two_with_one_line() {
+    let dir = scratch("bad");
+    std::fs::write(dir.join("garbage.json"), "{ not json").unwrap();
+    std::fs::write(dir.join("other.json"), r#"{"format": "something-else", "version": 1}"#).unwrap();
+    for args in [
+        vec!["replay", "garbage.json"],
+        vec!["show", "other.json"],
+        vec!["replay", "missing.json"],
+        vec!["check", "no-such-system"],
+        vec!["check", "two-phase-commit", "--set", "rms=zero"],
+        vec!["check", "two-phase-commit", "--set", "nodes=3"],
+        vec!["check", "two-phase-commit", "--bug", "nope"],
+        vec!["check", "two-phase-commit", "--engine", "magic"],
+    ] {
+        let output = foretell(&args, &dir);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        if args[0] != "check" || args.len() == 2 {
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        }
+    }
+}
