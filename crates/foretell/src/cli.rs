@@ -23,6 +23,16 @@ pub enum Command {
         /// The trace file.
         file: PathBuf,
     },
+    /// Measure BFS throughput (distinct states per second, median of runs) on the reference
+    /// systems, as a Markdown table.
+    Bench {
+        /// Runs per configuration; the median is reported.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=101))]
+        runs: u32,
+        /// Also run the larger configurations (two-phase commit with 8 RMs).
+        #[arg(long)]
+        large: bool,
+    },
     /// Print a trace file as text, one line per step.
     Show {
         /// The trace file.

@@ -17,6 +17,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::List => list(),
         Command::Check(args) => check(args),
         Command::Replay { file } => replay(&file),
+        Command::Bench { runs, large } => crate::bench::run(runs, large),
         Command::Show { file, states } => {
             print!("{}", load_trace(&file)?.to_text(states));
             Ok(ExitCode::SUCCESS)

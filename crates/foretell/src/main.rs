@@ -4,6 +4,7 @@
 //! stderr. Exit codes: 0 every property holds within the bounds explored, 1 a violation was
 //! found (or a replay departs from its trace), 2 bad usage or bad input, with a one-line reason.
 
+mod bench;
 mod cli;
 mod commands;
 
