@@ -8,7 +8,7 @@ use std::time::Duration;
 /// A run being configured.
 ///
 /// # Examples
-/// ```ignore
+/// ```text
 /// let report = Check::bfs(&model).depth_max(30).run();
 /// report.assert_holds("agreement");
 /// ```

@@ -1,7 +1,7 @@
 //! The command line's shape: verbs and typed flags, parsed by clap.
 
 use clap::{Parser, Subcommand};
-use foretell_check::EngineKind;
+use foretell_check::{EngineKind, FingerprintBits};
 use std::path::PathBuf;
 
 /// foretell: find bugs in distributed systems before their users do.
@@ -65,6 +65,9 @@ pub struct CheckArgs {
     /// Stop after SECS seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
+    /// Fingerprint bits kept per visited world: 64 (half the memory) or 128.
+    #[arg(long, default_value = "64", value_parser = parse_bits)]
+    pub fingerprint_bits: FingerprintBits,
     /// Where to write the violation's trace (default: SYSTEM[-BUG].trace.json).
     #[arg(long, value_name = "FILE")]
     pub trace_out: Option<PathBuf>,
@@ -77,6 +80,14 @@ fn parse_assignment(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
         _ => Err(format!("expected NAME=VALUE, got {text:?}")),
+    }
+}
+
+fn parse_bits(text: &str) -> Result<FingerprintBits, String> {
+    match text {
+        "64" => Ok(FingerprintBits::B64),
+        "128" => Ok(FingerprintBits::B128),
+        _ => Err(format!("expected 64 or 128, got {text:?}")),
     }
 }
 

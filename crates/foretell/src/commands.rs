@@ -63,6 +63,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
         depth_max: args.max_depth,
         states_max: args.max_states,
         timeout,
+        fingerprint_bits: args.fingerprint_bits,
         interrupt: Some(interrupt),
         progress: Some(Arc::new(move |p: &Progress| show_progress(&sink_bar, p))),
         ..CheckOptions::default()

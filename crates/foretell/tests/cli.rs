@@ -98,3 +98,36 @@ fn bad_input_is_exit_two_with_one_line() {
         }
     }
 }
+
+/// Ctrl-C (SIGINT) stops a long run cleanly: the partial report is printed, nothing is lost.
+#[test]
+fn an_interrupted_check_prints_the_partial_report() {
+    let dir = scratch("interrupt");
+    let child = Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(["check", "two-phase-commit", "--set", "rms=10", "--json"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["completion"], "interrupted");
+    assert!(report["stats"]["unique_states"].as_u64().unwrap() > 0);
+}
+
+/// Both fingerprint widths find the same worlds.
+#[test]
+fn fingerprint_widths_agree() {
+    let dir = scratch("bits");
+    for bits in ["64", "128"] {
+        let output = foretell(&["check", "two-phase-commit", "--fingerprint-bits", bits, "--json"], &dir);
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["stats"]["unique_states"], 288, "{bits}");
+    }
+    let output = foretell(&["check", "two-phase-commit", "--fingerprint-bits", "32"], &dir);
+    assert_eq!(output.status.code(), Some(2));
+}
