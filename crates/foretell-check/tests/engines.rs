@@ -206,3 +206,42 @@ fn resets_break_connections_and_keep_the_clock() {
     .run();
     holds.assert_covered("restarted with a later stamp");
 }
+
+/// Depth-bounded search explores the same worlds whichever engine runs it: DFS and stateless
+/// search re-open a world first reached by a longer path when a shorter one turns up.
+#[test]
+fn depth_bounded_engines_agree() {
+    let model = relay(None, None);
+    for depth in 1..=4 {
+        let counts: Vec<u64> = EngineKind::ALL
+            .into_iter()
+            .map(|engine| {
+                let options =
+                    foretell_check::CheckOptions { engine, depth_max: Some(depth), ..Default::default() };
+                let report = foretell_check::DynModel::check(&model, &options).unwrap();
+                assert!(report.completion.is_complete());
+                report.stats.unique_states
+            })
+            .collect();
+        assert!(counts.iter().all(|c| *c == counts[0]), "depth {depth}: {counts:?}");
+    }
+}
+
+/// Loss and duplication on an unordered network are explored within their budgets.
+#[test]
+fn drops_and_duplicates_are_budgeted_faults() {
+    let lossy = relay(None, None)
+        .faults(Faults::none().drops(Budget::at_most(1)))
+        .sometimes("token lost", |w: &World<Relay>| w.messages().len() == 0 && w.states().all(|c| *c < 4));
+    let report = Check::bfs(&lossy).run();
+    report.assert_covered("token lost");
+    let reliable = relay(None, None)
+        .sometimes("token lost", |w: &World<Relay>| w.messages().len() == 0 && w.states().all(|c| *c < 4));
+    assert_eq!(Check::bfs(&reliable).run().status("token lost"), Some(Status::NotCovered));
+
+    let duplicating = relay(None, None)
+        .faults(Faults::none().duplicates(Budget::at_most(1)))
+        .always("one token", |w: &World<Relay>| w.messages().len() <= 1);
+    let violation = Check::bfs(&duplicating).run().assert_violated("one token").trace.clone();
+    assert_eq!(violation.steps.last().unwrap().event["kind"], "duplicate");
+}
