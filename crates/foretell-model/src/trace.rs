@@ -208,14 +208,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let mut chooser = FixedChoices::new(init_choices);
         let (mut world, _, init_violation, _) = self.init_with(&mut chooser, true);
         chooser.finish().expect("engine-produced initial choices re-execute");
-        let verdict_at = |step: usize, v: StepViolation| TraceVerdict {
-            property: v.property,
-            kind: v.kind,
-            step,
-            message: v.message,
-        };
-        let mut verdict =
-            init_violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(0, v));
+        let mut verdict = self.verdict_at(0, init_violation, &world);
         let initial = TraceInitial {
             choices: init_choices.to_vec(),
             fingerprint: world.fingerprint().to_string(),
@@ -230,10 +223,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             world = outcome.world;
             let node = record.event.node();
             if verdict.is_none() {
-                verdict = outcome
-                    .violation
-                    .or_else(|| self.violated_invariant(&world))
-                    .map(|v| verdict_at(i + 1, v));
+                verdict = self.verdict_at(i + 1, outcome.violation, &world);
             }
             trace_steps.push(TraceStep {
                 step: i + 1,
@@ -262,6 +252,21 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
     }
 
+    /// The verdict at `step`: the step's own violation, else an invariant false in `world`.
+    fn verdict_at(
+        &self,
+        step: usize,
+        violation: Option<StepViolation>,
+        world: &World<P>,
+    ) -> Option<TraceVerdict> {
+        violation.or_else(|| self.violated_invariant(world)).map(|v| TraceVerdict {
+            property: v.property,
+            kind: v.kind,
+            step,
+            message: v.message,
+        })
+    }
+
     /// Re-executes `trace` and checks every fingerprint and the verdict.
     ///
     /// # Errors
@@ -272,14 +277,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let (mut world, _, init_violation, _) = self.init_with(&mut chooser, false);
         chooser.finish().map_err(|r| fail(0, r))?;
         check_fingerprint(0, &trace.initial.fingerprint, world.fingerprint())?;
-        let verdict_at = |step: usize, v: StepViolation| TraceVerdict {
-            property: v.property,
-            kind: v.kind,
-            step,
-            message: v.message,
-        };
-        let mut verdict =
-            init_violation.or_else(|| self.violated_invariant(&world)).map(|v| verdict_at(0, v));
+        let mut verdict = self.verdict_at(0, init_violation, &world);
         let mut worlds = vec![world.clone()];
         for (i, step) in trace.steps.iter().enumerate() {
             let number = i + 1;
@@ -297,10 +295,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             world = outcome.world;
             check_fingerprint(number, &step.fingerprint, world.fingerprint())?;
             if verdict.is_none() {
-                verdict = outcome
-                    .violation
-                    .or_else(|| self.violated_invariant(&world))
-                    .map(|v| verdict_at(number, v));
+                verdict = self.verdict_at(number, outcome.violation, &world);
             }
             worlds.push(world.clone());
         }
