@@ -3,6 +3,7 @@
 
 #![deny(missing_docs)]
 
+pub mod paxos;
 pub mod paxos_tla;
 mod registry;
 pub mod two_phase_commit;

@@ -1,0 +1,391 @@
+//! Single-decree Paxos as CrystalBall (NSDI'09) and LMC (NSDI'11) ran it: three nodes, each a
+//! proposer, an acceptor and a learner, over TCP-like FIFO channels with node resets.
+//!
+//! A round is a pair `(counter, node)`, ordered lexicographically. A `Propose(v)` driver input
+//! starts a round one counter above every counter the node has seen and sends `Prepare` to every
+//! node, itself included. An acceptor promises a round higher than its promise and reports its
+//! vote; on a majority of promises the leader proposes the value of the highest-numbered vote
+//! (its own value if there is none) in `Accept`; an acceptor votes for a round at least its
+//! promise and tells every learner in `Learn`; a learner that hears a majority of votes for the
+//! same round and value has that value chosen.
+//!
+//! Acceptor state (promise, vote, highest counter seen) and the chosen value are durable and
+//! survive a reset; the leader's round and the learner's tallies are volatile. A reset breaks
+//! the node's connections and loses the messages in flight on them.
+//!
+//! The two bugs the papers injected are variants: `last-promise` (the leader adopts the value of
+//! the last promise to arrive, not of the highest-numbered vote) and `forget-promise` (an
+//! acceptor's promise does not survive a reset: it falls back to its vote's round).
+
+use crate::{Param, Settings, System, Variant};
+use foretell_check::DynModel;
+use foretell_model::{Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, World};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A proposed value.
+pub type Value = u32;
+
+/// The number of nodes.
+pub const NODES: usize = 3;
+
+/// A majority of [`NODES`].
+const MAJORITY: usize = NODES / 2 + 1;
+
+/// A round (ballot): ordered by counter, then by the leader's node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Round {
+    /// The counter.
+    pub counter: u32,
+    /// The leader of the round.
+    pub node: u32,
+}
+
+/// An acceptor's vote: the round it voted in and the value.
+pub type Vote = (Round, Value);
+
+/// Where a leader is in its round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    /// Collecting promises.
+    Preparing,
+    /// The value is proposed with `Accept`.
+    Accepting,
+}
+
+/// A leader's volatile state for its current round.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leader {
+    /// The round.
+    pub round: Round,
+    /// The value it proposes if no acceptor has voted.
+    pub value: Value,
+    /// The phase.
+    pub phase: Phase,
+    /// The promises received, by acceptor: each acceptor's vote, if any.
+    pub promises: BTreeMap<NodeId, Option<Vote>>,
+    /// The acceptor whose promise arrived last; recorded only under `last-promise`, so that the
+    /// correct version's states do not split on arrival order.
+    pub last: Option<NodeId>,
+}
+
+/// A node's state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Acceptor (durable): the highest round promised; `None` is "−1".
+    pub promised: Option<Round>,
+    /// Acceptor (durable): the last vote.
+    pub accepted: Option<Vote>,
+    /// Durable: the highest round counter seen, so a new round is above every round seen.
+    pub seen: u32,
+    /// Leader (volatile): the current round, if the node proposed.
+    pub leader: Option<Leader>,
+    /// Learner (volatile): the acceptors heard voting for each round and value.
+    pub learns: BTreeMap<Vote, BTreeSet<NodeId>>,
+    /// Learner (durable): the chosen value.
+    pub chosen: Option<Value>,
+}
+
+/// Messages of the protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Phase 1a: a leader asks for promises for its round.
+    Prepare(Round),
+    /// Phase 1b: an acceptor promises the round and reports its vote.
+    Promise(Round, Option<Vote>),
+    /// Phase 2a: a leader proposes a value in its round.
+    Accept(Round, Value),
+    /// Phase 2b: an acceptor tells every learner it voted.
+    Learn(Round, Value),
+}
+
+/// Driver inputs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Input {
+    /// Start a round proposing this value.
+    Propose(Value),
+}
+
+/// The bug variants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Bug {
+    /// The correct protocol.
+    #[default]
+    None,
+    /// The leader takes the value of the last promise received.
+    LastPromise,
+    /// An acceptor's promise does not survive a reset.
+    ForgetPromise,
+}
+
+/// The protocol.
+#[derive(Clone, Debug)]
+pub struct Paxos {
+    bug: Bug,
+}
+
+impl Paxos {
+    /// The value a leader proposes once it has a majority of promises.
+    fn pick(&self, leader: &Leader) -> Value {
+        let vote = match self.bug {
+            Bug::LastPromise => leader.last.and_then(|n| leader.promises.get(&n).copied().flatten()),
+            _ => leader.promises.values().flatten().max_by_key(|(round, _)| *round).copied(),
+        };
+        vote.map_or(leader.value, |(_, value)| value)
+    }
+}
+
+impl Protocol for Paxos {
+    type State = State;
+    type Msg = Msg;
+    type Timer = ();
+    type Input = Input;
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> State {
+        State { promised: None, accepted: None, seen: 0, leader: None, learns: BTreeMap::new(), chosen: None }
+    }
+
+    fn restart(&self, me: NodeId, crashed: &State, out: &mut Out<'_, Self>) -> State {
+        let promised = match self.bug {
+            Bug::ForgetPromise => crashed.accepted.map(|(round, _)| round),
+            _ => crashed.promised,
+        };
+        State {
+            promised,
+            accepted: crashed.accepted,
+            seen: crashed.seen,
+            chosen: crashed.chosen,
+            ..self.init(me, out)
+        }
+    }
+
+    fn on_input(&self, me: NodeId, state: &mut State, input: &Input, out: &mut Out<'_, Self>) {
+        let Input::Propose(value) = *input;
+        let round = Round { counter: state.seen + 1, node: me.0 };
+        state.seen = round.counter;
+        state.leader =
+            Some(Leader { round, value, phase: Phase::Preparing, promises: BTreeMap::new(), last: None });
+        out.log(format_args!("proposes {value} in round {round:?}"));
+        let all = out.nodes();
+        out.broadcast(all, Msg::Prepare(round));
+    }
+
+    fn on_message(&self, _: NodeId, state: &mut State, from: NodeId, msg: &Msg, out: &mut Out<'_, Self>) {
+        match *msg {
+            Msg::Prepare(round) => {
+                state.seen = state.seen.max(round.counter);
+                if state.promised.is_none_or(|p| round > p) {
+                    state.promised = Some(round);
+                    out.send(from, Msg::Promise(round, state.accepted));
+                }
+            }
+            Msg::Promise(round, vote) => {
+                let Some(leader) = state.leader.as_mut() else { return };
+                if leader.round != round || leader.phase != Phase::Preparing {
+                    return;
+                }
+                leader.promises.insert(from, vote);
+                if self.bug == Bug::LastPromise {
+                    leader.last = Some(from);
+                }
+                if leader.promises.len() >= MAJORITY {
+                    let value = self.pick(leader);
+                    leader.phase = Phase::Accepting;
+                    out.log(format_args!("round {round:?} proposes {value}"));
+                    let all = out.nodes();
+                    out.broadcast(all, Msg::Accept(round, value));
+                }
+            }
+            Msg::Accept(round, value) => {
+                state.seen = state.seen.max(round.counter);
+                if state.promised.is_none_or(|p| round >= p) {
+                    state.promised = Some(round);
+                    state.accepted = Some((round, value));
+                    let all = out.nodes();
+                    out.broadcast(all, Msg::Learn(round, value));
+                }
+            }
+            Msg::Learn(round, value) => {
+                let voters = state.learns.entry((round, value)).or_default();
+                voters.insert(from);
+                if voters.len() >= MAJORITY {
+                    out.require(state.chosen.is_none_or(|c| c == value), "chosen never changes");
+                    state.chosen = Some(value);
+                }
+            }
+        }
+    }
+}
+
+/// Whether two nodes have different values chosen.
+fn disagree(world: &World<Paxos>) -> bool {
+    let chosen: BTreeSet<Value> = world.states().filter_map(|s| s.chosen).collect();
+    chosen.len() > 1
+}
+
+/// The model: three nodes, the one-shot `proposals` (node, value), FIFO channels, at most
+/// `resets` node resets; `always "agreement"` (no two nodes chose different values) and
+/// `sometimes "value chosen"`, besides the local assertion `"chosen never changes"`.
+pub fn model(proposals: &[(NodeId, Value)], resets: u32, bug: Bug) -> Model<Paxos> {
+    let driver = proposals
+        .iter()
+        .fold(Driver::new(), |driver, &(node, value)| driver.input(node, Input::Propose(value)));
+    Model::new(Paxos { bug })
+        .nodes(NODES)
+        .network(NetworkKind::FifoChannels)
+        .faults(Faults::none().resets(Budget::at_most(resets)))
+        .driver(driver)
+        .always("agreement", |w| !disagree(w))
+        .sometimes("value chosen", |w| w.states().any(|s| s.chosen.is_some()))
+}
+
+/// Parses `proposals`: comma-separated `NODE:VALUE` pairs, at most one per node.
+///
+/// # Errors
+/// The reason, if the text is not such a list.
+pub fn parse_proposals(text: &str) -> Result<Vec<(NodeId, Value)>, String> {
+    let mut proposals: Vec<(NodeId, Value)> = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        let (node, value) = item.split_once(':').ok_or_else(|| format!("{item:?} is not NODE:VALUE"))?;
+        let node: usize = node.trim().parse().map_err(|_| format!("{node:?} is not a node"))?;
+        let value: Value = value.trim().parse().map_err(|_| format!("{value:?} is not a value"))?;
+        if node >= NODES {
+            return Err(format!("node {node} does not exist (nodes are 0 to {})", NODES - 1));
+        }
+        let node = NodeId::new(node);
+        if proposals.iter().any(|(n, _)| *n == node) {
+            return Err(format!("node {node} proposes twice"));
+        }
+        proposals.push((node, value));
+    }
+    Ok(proposals)
+}
+
+const PARAMS: &[Param] = &[
+    Param {
+        name: "proposals",
+        default: "0:1,2:2",
+        help: "NODE:VALUE proposals, comma-separated (nodes 0 to 2)",
+    },
+    Param { name: "resets", default: "1", help: "node resets (0 to 3)" },
+];
+const VARIANTS: &[Variant] = &[
+    Variant {
+        name: "last-promise",
+        help: "the leader adopts the value of the last promise received, not the highest-numbered vote",
+    },
+    Variant {
+        name: "forget-promise",
+        help: "an acceptor's promise does not survive a reset (promised := voted round)",
+    },
+];
+
+fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
+    let text = settings.values.get("proposals").map(String::as_str).unwrap_or_default();
+    let proposals = parse_proposals(text).map_err(|reason| crate::ConfigError::BadValue {
+        name: "proposals".into(),
+        value: text.into(),
+        reason,
+    })?;
+    let resets = settings.number("resets", 0..=3)?;
+    let bug = if settings.is("last-promise") {
+        Bug::LastPromise
+    } else if settings.is("forget-promise") {
+        Bug::ForgetPromise
+    } else {
+        Bug::None
+    };
+    Ok(Box::new(model(&proposals, resets as u32, bug)))
+}
+
+/// The registry entry.
+pub fn system() -> System {
+    System {
+        name: "paxos",
+        about:
+            "single-decree Paxos as CrystalBall and LMC ran it: three nodes over FIFO channels with resets",
+        params: PARAMS,
+        variants: VARIANTS,
+        build,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foretell_check::Check;
+
+    fn default_proposals() -> Vec<(NodeId, Value)> {
+        parse_proposals("0:1,2:2").unwrap()
+    }
+
+    #[test]
+    fn proposals_parse_and_bad_text_is_rejected() {
+        assert_eq!(default_proposals(), vec![(NodeId(0), 1), (NodeId(2), 2)]);
+        for bad in ["", "0", "0:x", "3:1", "0:1,0:2", "a:1"] {
+            assert!(parse_proposals(bad).is_err(), "{bad:?}");
+        }
+        let system = system();
+        let settings = system.settings(None, &[("proposals".into(), "0:1;2:2".into())]).unwrap();
+        assert!(matches!((system.build)(&settings), Err(crate::ConfigError::BadValue { .. })));
+    }
+
+    /// BFS depth bound shared by the bug and fix checks: both bugs' shortest traces take 19 steps
+    /// (two rounds, each a proposal, two prepares, two promises, two accepts and two learns,
+    /// plus a learn a FIFO channel holds in front of the second round's). The full space of
+    /// the correct version does not fit in memory (it was killed after 4.5 minutes in release),
+    /// and 19 steps already take millions of worlds, minutes in a debug build: these checks are
+    /// skipped in debug builds and run in the release-mode test command.
+    const DEPTH: usize = 19;
+
+    /// A bound a debug build explores in seconds.
+    const SHALLOW: usize = 12;
+
+    /// The correct version within a shallow bound, which a debug build checks in seconds.
+    #[test]
+    fn correct_version_holds_agreement_shallow() {
+        let model = model(&default_proposals(), 1, Bug::None);
+        let report = Check::bfs(&model).depth_max(SHALLOW).run();
+        println!("{report}");
+        report.assert_holds("agreement").assert_covered("value chosen");
+        assert!(report.violations.is_empty(), "{report}");
+    }
+
+    /// The correct version within the bound the bugs need: 8,801,644 worlds, 53 s in release.
+    #[test]
+    #[cfg_attr(debug_assertions, ignore = "millions of worlds; runs in the release-mode test command")]
+    fn correct_version_holds_agreement() {
+        let model = model(&default_proposals(), 1, Bug::None);
+        let report = Check::bfs(&model).depth_max(DEPTH).run();
+        println!("{report}");
+        report.assert_holds("agreement").assert_covered("value chosen");
+        assert!(report.violations.is_empty(), "{report}");
+    }
+
+    /// The leader adopts the last promise's value even when it carries no vote: no reset needed.
+    #[test]
+    #[cfg_attr(debug_assertions, ignore = "millions of worlds; runs in the release-mode test command")]
+    fn last_promise_is_found_and_replays() {
+        let model = model(&default_proposals(), 0, Bug::LastPromise);
+        let report = Check::bfs(&model).depth_max(DEPTH).run();
+        println!("{report}");
+        let violation = report.assert_violated("agreement");
+        println!("{}", violation.trace.to_text(false));
+        assert_eq!(violation.trace.steps.len(), 19);
+        foretell_model::Simulator::new(&model).unwrap().replay(&violation.trace).expect("replays");
+    }
+
+    /// The shortest trace shows the local assertion (a learner that chose one value hears a
+    /// majority for the other) before two learners disagree.
+    #[test]
+    #[cfg_attr(debug_assertions, ignore = "millions of worlds; runs in the release-mode test command")]
+    fn forget_promise_is_found_and_replays() {
+        let model = model(&default_proposals(), 1, Bug::ForgetPromise);
+        let report = Check::bfs(&model).depth_max(DEPTH).run();
+        println!("{report}");
+        let violation = report.assert_violated("chosen never changes");
+        println!("{}", violation.trace.to_text(false));
+        assert_eq!(violation.trace.steps.len(), 19);
+        foretell_model::Simulator::new(&model).unwrap().replay(&violation.trace).expect("replays");
+    }
+}
