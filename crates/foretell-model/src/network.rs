@@ -11,7 +11,9 @@
 //! | `GrowOnly` (TLA+ message set, LMC's I+) | by destination, then message hash, no duplicates | every message | never consumes |
 //!
 //! Envelopes are shared (`Arc`) between worlds, and each carries the stable hash of its source,
-//! destination and payload, computed once when it is sent.
+//! destination and payload, computed once when it is sent. The network keeps its own
+//! contribution to the world fingerprint up to date as it changes: a send or a delivery adjusts
+//! one term (or, for the FIFO kinds, the terms of one queue), so no step rehashes the network.
 
 use crate::{FingerprintHasher, NodeId};
 use serde::{Deserialize, Serialize};
@@ -37,6 +39,11 @@ impl NetworkKind {
     /// Whether delivering a message removes it from the network.
     pub fn consumes(self) -> bool {
         self != NetworkKind::GrowOnly
+    }
+
+    /// Whether messages wait in FIFO queues, so that their positions matter.
+    fn is_fifo(self) -> bool {
+        matches!(self, NetworkKind::FifoChannels | NetworkKind::FifoInbox)
     }
 }
 
@@ -69,11 +76,13 @@ pub(crate) struct Network<M> {
     errors: Vec<(NodeId, NodeId)>,
     /// Open connections as (lower node, higher node), sorted; kept for `FifoChannels` only.
     connections: Vec<(NodeId, NodeId)>,
+    /// The network's contribution to the world fingerprint, kept current by every change.
+    hash: u128,
 }
 
 impl<M: Serialize> Network<M> {
     pub(crate) fn new(kind: NetworkKind) -> Self {
-        Network { kind, messages: Vec::new(), errors: Vec::new(), connections: Vec::new() }
+        Network { kind, messages: Vec::new(), errors: Vec::new(), connections: Vec::new(), hash: 0 }
     }
 
     pub(crate) fn kind(&self) -> NetworkKind {
@@ -111,6 +120,12 @@ impl<M: Serialize> Network<M> {
         (0..self.errors.len()).filter(move |&i| i == 0 || self.errors[i - 1] != self.errors[i])
     }
 
+    /// Whether sending `envelope` would change nothing: a grow-only network holds it already.
+    pub(crate) fn holds(&self, envelope: &Envelope<M>) -> bool {
+        self.kind == NetworkKind::GrowOnly
+            && self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&(envelope.to, envelope.hash))).is_ok()
+    }
+
     pub(crate) fn send(&mut self, envelope: Envelope<M>) {
         let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
         let at = match self.kind {
@@ -126,19 +141,29 @@ impl<M: Serialize> Network<M> {
                     let pair = (from.min(to), from.max(to));
                     if let Err(at) = self.connections.binary_search(&pair) {
                         self.connections.insert(at, pair);
+                        self.hash = self.hash.wrapping_add(connection_term(pair));
                     }
                 }
                 self.messages.partition_point(|e| (e.from, e.to) <= (from, to))
             }
             NetworkKind::FifoInbox => self.messages.partition_point(|e| e.to <= to),
         };
+        let term = match self.kind {
+            NetworkKind::Unordered | NetworkKind::GrowOnly => hash,
+            // Appended at the end of its queue: its position is the number of messages before it.
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                FingerprintHasher::mix((at - self.queue_start(at, &envelope)) as u64, hash)
+            }
+        };
+        self.hash = self.hash.wrapping_add(term);
         self.messages.insert(at, Arc::new(envelope));
+        self.debug_check();
     }
 
     /// Takes message `index` for delivery; it stays in a grow-only network.
     pub(crate) fn deliver(&mut self, index: usize) -> Arc<Envelope<M>> {
         if self.kind.consumes() {
-            self.messages.remove(index)
+            self.remove(index)
         } else {
             Arc::clone(&self.messages[index])
         }
@@ -146,18 +171,51 @@ impl<M: Serialize> Network<M> {
 
     /// Loses message `index` (a fault).
     pub(crate) fn drop_message(&mut self, index: usize) -> Arc<Envelope<M>> {
-        self.messages.remove(index)
+        self.remove(index)
     }
 
     /// Duplicates message `index` (a fault): the copy sits right behind the original.
     pub(crate) fn duplicate(&mut self, index: usize) {
         let copy = Arc::clone(&self.messages[index]);
-        self.messages.insert(index + 1, copy);
+        self.edit(index, |messages| messages.insert(index + 1, copy));
+    }
+
+    fn remove(&mut self, index: usize) -> Arc<Envelope<M>> {
+        self.edit(index, |messages| messages.remove(index))
+    }
+
+    /// Applies `edit`, which adds or removes one copy of message `index` within its queue, and
+    /// adjusts the hash: by that message's term for the unordered kinds, by the queue's terms
+    /// before and after for the FIFO kinds (positions behind the edit shift).
+    fn edit<R>(&mut self, index: usize, edit: impl FnOnce(&mut Vec<Arc<Envelope<M>>>) -> R) -> R {
+        let anchor = Arc::clone(&self.messages[index]);
+        let result = if self.kind.is_fifo() {
+            let start = self.queue_start(index, &anchor);
+            let before = self.queue_terms(start, &anchor);
+            let result = edit(&mut self.messages);
+            let after = self.queue_terms(start, &anchor);
+            self.hash = self.hash.wrapping_sub(before).wrapping_add(after);
+            result
+        } else {
+            let len = self.messages.len();
+            let result = edit(&mut self.messages);
+            self.hash = if self.messages.len() > len {
+                self.hash.wrapping_add(anchor.hash)
+            } else {
+                self.hash.wrapping_sub(anchor.hash)
+            };
+            result
+        };
+        self.debug_check();
+        result
     }
 
     /// Takes pending transport error `index`.
     pub(crate) fn take_error(&mut self, index: usize) -> (NodeId, NodeId) {
-        self.errors.remove(index)
+        let error = self.errors.remove(index);
+        self.hash = self.hash.wrapping_sub(error_term(error));
+        self.debug_check();
+        error
     }
 
     /// Node `node` reset: its connections break. Each peer with an open connection to it will
@@ -185,38 +243,77 @@ impl<M: Serialize> Network<M> {
             let at = self.errors.partition_point(|e| *e <= error);
             self.errors.insert(at, error);
         }
+        self.hash = self.compute_hash();
+    }
+
+    /// Whether messages `a` and `b` sit in the same queue (FIFO kinds only).
+    fn same_queue(&self, a: &Envelope<M>, b: &Envelope<M>) -> bool {
+        match self.kind {
+            NetworkKind::FifoChannels => (a.from, a.to) == (b.from, b.to),
+            NetworkKind::FifoInbox => a.to == b.to,
+            NetworkKind::Unordered | NetworkKind::GrowOnly => false,
+        }
+    }
+
+    /// The index of the first message of `anchor`'s queue, searching back from `index`.
+    fn queue_start(&self, index: usize, anchor: &Envelope<M>) -> usize {
+        let mut start = index;
+        while start > 0 && self.same_queue(&self.messages[start - 1], anchor) {
+            start -= 1;
+        }
+        start
+    }
+
+    /// The sum of the terms of `anchor`'s queue, which starts at `start`.
+    fn queue_terms(&self, start: usize, anchor: &Envelope<M>) -> u128 {
+        let queue = self.messages[start..].iter().take_while(|e| self.same_queue(anchor, e));
+        queue.enumerate().fold(0u128, |sum, (position, e)| sum.wrapping_add(self.message_term(position, e)))
+    }
+
+    fn message_term(&self, position: usize, e: &Envelope<M>) -> u128 {
+        match self.kind {
+            NetworkKind::Unordered | NetworkKind::GrowOnly => e.hash,
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                FingerprintHasher::mix(position as u64, e.hash)
+            }
+        }
+    }
+
+    fn debug_check(&self) {
+        debug_assert_eq!(self.hash, self.compute_hash(), "the incremental network hash drifted");
     }
 
     /// The network's contribution to the world fingerprint.
     pub(crate) fn hash(&self) -> u128 {
+        self.hash
+    }
+
+    /// The network's contribution to the world fingerprint, from scratch.
+    fn compute_hash(&self) -> u128 {
         let mut sum = 0u128;
-        match self.kind {
-            NetworkKind::Unordered | NetworkKind::GrowOnly => {
-                for e in &self.messages {
-                    sum = sum.wrapping_add(e.hash);
-                }
-            }
-            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
-                let mut position = 0u64;
-                for (i, e) in self.messages.iter().enumerate() {
-                    let same_queue = i > 0 && {
-                        let prev = &self.messages[i - 1];
-                        match self.kind {
-                            NetworkKind::FifoChannels => (prev.from, prev.to) == (e.from, e.to),
-                            _ => prev.to == e.to,
-                        }
-                    };
-                    position = if same_queue { position + 1 } else { 0 };
-                    sum = sum.wrapping_add(FingerprintHasher::mix(position, e.hash));
-                }
-            }
+        let mut position = 0usize;
+        for (i, e) in self.messages.iter().enumerate() {
+            position = if i > 0 && self.same_queue(&self.messages[i - 1], e) { position + 1 } else { 0 };
+            sum = sum.wrapping_add(self.message_term(position, e));
         }
-        for &(node, peer) in &self.errors {
-            sum = sum.wrapping_add(FingerprintHasher::mix(1 << 62, FingerprintHasher::hash(&(node, peer))));
+        for &error in &self.errors {
+            sum = sum.wrapping_add(error_term(error));
         }
-        for &(a, b) in &self.connections {
-            sum = sum.wrapping_add(FingerprintHasher::mix(1 << 63, FingerprintHasher::hash(&(a, b))));
+        for &pair in &self.connections {
+            sum = sum.wrapping_add(connection_term(pair));
         }
         sum
     }
+}
+
+fn error_term((node, peer): (NodeId, NodeId)) -> u128 {
+    FingerprintHasher::mix(1 << 62, pair_hash(node, peer))
+}
+
+fn connection_term((a, b): (NodeId, NodeId)) -> u128 {
+    FingerprintHasher::mix(1 << 63, pair_hash(a, b))
+}
+
+fn pair_hash(a: NodeId, b: NodeId) -> u128 {
+    u128::from(a.0) << 32 | u128::from(b.0)
 }

@@ -26,6 +26,7 @@ pub struct Out<'a, P: Protocol> {
     pub(crate) choices: Vec<usize>,
     pub(crate) log: Option<Vec<String>>,
     pub(crate) failed: Vec<String>,
+    pub(crate) disabled: bool,
     pub(crate) network: &'a Network<P::Msg>,
 }
 
@@ -49,6 +50,13 @@ impl<'a, P: Protocol> Out<'a, P> {
     pub fn peers(&self) -> impl Iterator<Item = NodeId> + Clone {
         let me = self.me;
         NodeId::all(self.node_count).filter(move |n| *n != me)
+    }
+
+    /// Declares that this event is not enabled in the current state, like a false guard of a
+    /// TLA+ action: the step does not happen, the world stays as it was, and a delivered
+    /// message is not consumed. Whatever the handler changed or sent is discarded.
+    pub fn disable(&mut self) {
+        self.disabled = true;
     }
 
     /// Sends `msg` to `to`. Delivery, order, loss and duplication are the network's business.

@@ -14,11 +14,12 @@ use std::fmt::Debug;
 /// understands, and a handler for each kind of event.
 ///
 /// All four associated types serialize: the canonical encoding is what fingerprints hash and
-/// what traces show. Use `BTreeMap`/`BTreeSet` rather than hash maps inside them, so that equal
+/// what traces show. States compare with `PartialEq`, so that a step that changes nothing is
+/// recognised without hashing. Use `BTreeMap`/`BTreeSet` rather than hash maps inside them, so that equal
 /// values encode to equal bytes.
 pub trait Protocol: Sized + Send + Sync + 'static {
     /// The node's local state.
-    type State: Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static;
+    type State: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static;
     /// A message between nodes.
     type Msg: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static;
     /// A timer name. Armed timers are a set, ordered by `Ord` for a canonical encoding.

@@ -12,8 +12,11 @@
 
 use crate::network::Network;
 use crate::out::Chooser;
-use crate::world::{FaultsUsed, NodeSlot};
-use crate::{Action, Envelope, Event, Model, ModelError, NodeId, Out, PropertyKind, Protocol, World};
+use crate::world::{rest_term, FaultsUsed, NodeSlot};
+use crate::{
+    Action, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
+    Protocol, World,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -79,20 +82,86 @@ pub struct StepOutcome<P: Protocol> {
     pub record: Option<StepRecord<P>>,
 }
 
-/// One successor of a world: an action with one vector of choice values.
-#[derive(Debug)]
-pub struct Successor<P: Protocol> {
-    /// Its position in the world's canonical successor order: with the world, it names the
-    /// step (engines store it as the parent pointer's label).
+/// What a step changes in its parent world: applied to the parent, it gives the next world.
+/// `None` parts are the parent's.
+struct Change<P: Protocol> {
+    node: Option<(usize, Arc<NodeSlot<P>>)>,
+    network: Option<Network<P::Msg>>,
+    pending: u64,
+    faults_used: FaultsUsed,
+    fingerprint: Fingerprint,
+}
+
+impl<P: Protocol> Change<P> {
+    fn apply(self, parent: &World<P>) -> World<P> {
+        let mut nodes = parent.nodes.clone();
+        if let Some((index, slot)) = self.node {
+            nodes[index] = slot;
+        }
+        let world = World {
+            nodes,
+            network: self.network.unwrap_or_else(|| parent.network.clone()),
+            pending: self.pending,
+            faults_used: self.faults_used,
+            fingerprint: self.fingerprint,
+        };
+        debug_assert_eq!(world.fingerprint, world.clone().sealed().fingerprint, "incremental fingerprint");
+        world
+    }
+}
+
+/// A step's effect, computed without building the next world.
+struct Effect<P: Protocol> {
+    /// `None` when the world does not change: the handler changed nothing and sent nothing,
+    /// or it declared the event not enabled ([`Out::disable`]).
+    change: Option<Change<P>>,
+    choices: Vec<usize>,
+    violation: Option<StepViolation>,
+    record: Option<StepRecord<P>>,
+}
+
+/// One successor of a world: an action with one vector of choice values, whose fingerprint is
+/// known before the world is built ([`Successor::into_world`]), so that an engine builds only
+/// the worlds it has not seen.
+pub struct Successor<'w, P: Protocol> {
+    /// Its position in the world's canonical step order: with the world, it names the step
+    /// (engines store it as the parent pointer's label).
     pub ordinal: u32,
     /// The action.
     pub action: Action,
     /// The choice values.
     pub choices: Vec<usize>,
-    /// The next world.
-    pub world: World<P>,
     /// The violation the handler caused, if any.
     pub violation: Option<StepViolation>,
+    parent: &'w World<P>,
+    change: Option<Change<P>>,
+}
+
+impl<P: Protocol> Successor<'_, P> {
+    /// The next world's fingerprint.
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.change.as_ref().map_or(self.parent.fingerprint, |c| c.fingerprint)
+    }
+
+    /// Builds the next world.
+    pub fn into_world(self) -> World<P> {
+        match self.change {
+            Some(change) => change.apply(self.parent),
+            None => self.parent.clone(),
+        }
+    }
+}
+
+impl<P: Protocol> fmt::Debug for Successor<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Successor")
+            .field("ordinal", &self.ordinal)
+            .field("action", &self.action)
+            .field("choices", &self.choices)
+            .field("fingerprint", &self.fingerprint())
+            .field("violation", &self.violation)
+            .finish()
+    }
 }
 
 /// Enumerates every choice vector of a handler, depth first, by re-execution.
@@ -273,7 +342,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 // run init once more with no choices beyond the first answers.
                 Err(_) => return self.poisoned_init(choices, violation, log),
             };
-            nodes.push(Arc::new(NodeSlot::new(state, timers, clock)));
+            nodes.push(Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
             for (to, msg) in sends {
                 network.send(Envelope::new(me, to, msg));
             }
@@ -325,6 +394,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             choices: Vec::new(),
             log: record.then(Vec::new),
             failed: Vec::new(),
+            disabled: false,
             network,
         }
     }
@@ -439,7 +509,9 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         actions.into_iter().find(|a| self.event(world, *a) == *event)
     }
 
-    /// Executes `action` on `world`, asking `chooser` for the handler's choices.
+    /// Executes `action` on `world`, asking `chooser` for the handler's choices. A step that
+    /// changes nothing (or whose handler declared the event not enabled) returns a copy of
+    /// `world`.
     pub fn step(
         &self,
         world: &World<P>,
@@ -447,30 +519,50 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         chooser: &mut dyn Chooser,
         record: bool,
     ) -> StepOutcome<P> {
+        let effect = self.effect(world, action, chooser, record);
+        let next = match effect.change {
+            Some(change) => change.apply(world),
+            None => world.clone(),
+        };
+        StepOutcome {
+            world: next,
+            choices: effect.choices,
+            violation: effect.violation,
+            record: effect.record,
+        }
+    }
+
+    /// What `action` does to `world`, with the next fingerprint computed from the changed
+    /// parts only.
+    fn effect(&self, world: &World<P>, action: Action, chooser: &mut dyn Chooser, record: bool) -> Effect<P> {
         let event = record.then(|| self.event(world, action));
-        let mut next = world.clone();
         let budget = self.model.fault_budget();
+        let mut pending = world.pending;
+        let mut faults = world.faults_used;
+        let mut network = None;
         let (node, call) = match action {
             Action::Drop(i) => {
-                next.network.drop_message(i as usize);
-                if budget.drops.counted() {
-                    next.faults_used.drops += 1;
-                }
-                return self.network_only(next, event);
+                let mut next = world.network.clone();
+                next.drop_message(i as usize);
+                faults.drops += u32::from(budget.drops.counted());
+                return self.network_effect(world, next, faults, event);
             }
             Action::Duplicate(i) => {
-                next.network.duplicate(i as usize);
-                if budget.duplicates.counted() {
-                    next.faults_used.duplicates += 1;
-                }
-                return self.network_only(next, event);
+                let mut next = world.network.clone();
+                next.duplicate(i as usize);
+                faults.duplicates += u32::from(budget.duplicates.counted());
+                return self.network_effect(world, next, faults, event);
             }
             Action::Deliver(i) => {
-                let envelope = next.network.deliver(i as usize);
+                let envelope = if world.network.kind().consumes() {
+                    network.insert(world.network.clone()).deliver(i as usize)
+                } else {
+                    Arc::clone(&world.network.messages()[i as usize])
+                };
                 (envelope.to, Call::Message(envelope.from, envelope))
             }
             Action::TransportError(i) => {
-                let (node, peer) = next.network.take_error(i as usize);
+                let (node, peer) = network.insert(world.network.clone()).take_error(i as usize);
                 (node, Call::TransportError(peer))
             }
             Action::Timer(node, t) => {
@@ -478,7 +570,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 (node, Call::Timer(timer))
             }
             Action::Input(i) => {
-                next.pending &= !(1u64 << i);
+                pending &= !(1u64 << i);
                 let (node, input) = &self.model.input_driver().once[i as usize];
                 (*node, Call::Input(input))
             }
@@ -487,31 +579,53 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 (*node, Call::Input(input))
             }
             Action::Reset(node) => {
-                if budget.resets.counted() {
-                    next.faults_used.resets += 1;
+                faults.resets += u32::from(budget.resets.counted());
+                if world.network.kind() == NetworkKind::FifoChannels {
+                    network.insert(world.network.clone()).reset(node);
                 }
-                next.network.reset(node);
                 (node, Call::Restart)
             }
         };
-        self.run_handler(world, next, node, call, chooser, event)
+        self.handler_effect(world, network, pending, faults, node, call, chooser, event)
     }
 
-    fn network_only(&self, mut next: World<P>, event: Option<EventOf<P>>) -> StepOutcome<P> {
-        next.seal();
-        let record = event.map(|event| StepRecord { event, sent: Vec::new(), log: Vec::new() });
-        StepOutcome { world: next, choices: Vec::new(), violation: None, record }
-    }
-
-    fn run_handler(
+    fn network_effect(
         &self,
         world: &World<P>,
-        mut next: World<P>,
+        network: Network<P::Msg>,
+        faults_used: FaultsUsed,
+        event: Option<EventOf<P>>,
+    ) -> Effect<P> {
+        let fingerprint = world
+            .fingerprint
+            .0
+            .wrapping_sub(world.network.hash())
+            .wrapping_add(network.hash())
+            .wrapping_sub(rest_term(world.pending, world.faults_used))
+            .wrapping_add(rest_term(world.pending, faults_used));
+        let change = Change {
+            node: None,
+            network: Some(network),
+            pending: world.pending,
+            faults_used,
+            fingerprint: Fingerprint(fingerprint),
+        };
+        let record = event.map(|event| StepRecord { event, sent: Vec::new(), log: Vec::new() });
+        Effect { change: Some(change), choices: Vec::new(), violation: None, record }
+    }
+
+    #[allow(clippy::too_many_arguments)] // the parts of a step, threaded from `effect`
+    fn handler_effect(
+        &self,
+        world: &World<P>,
+        mut network: Option<Network<P::Msg>>,
+        pending: u64,
+        faults_used: FaultsUsed,
         me: NodeId,
         call: Call<'_, P>,
         chooser: &mut dyn Chooser,
         event: Option<EventOf<P>>,
-    ) -> StepOutcome<P> {
+    ) -> Effect<P> {
         let protocol = self.model.protocol();
         let slot = &world.nodes[me.index()];
         let mut state = slot.state.clone();
@@ -539,33 +653,55 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let mut log = Vec::new();
         let (sends, violation) = self.finish_handler(me, &mut out, &result, &mut log);
         let choices = std::mem::take(&mut out.choices);
+        let disabled = out.disabled && result.is_ok();
         drop(out);
-        for (to, msg) in &sends {
-            next.network.send(Envelope::new(me, *to, msg.clone()));
+        let record = event.map(|event| StepRecord { event, sent: sends.clone(), log });
+        if disabled {
+            return Effect { change: None, choices, violation, record };
         }
-        next.nodes[me.index()] = Arc::new(NodeSlot::new(state, timers, clock));
-        next.seal();
-        let record = event.map(|event| StepRecord { event, sent: sends, log });
-        StepOutcome { world: next, choices, violation, record }
+        for (to, msg) in &sends {
+            let envelope = Envelope::new(me, *to, msg.clone());
+            if network.is_none() && world.network.holds(&envelope) {
+                continue; // a grow-only network has it already
+            }
+            network.get_or_insert_with(|| world.network.clone()).send(envelope);
+        }
+        let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
+        if !node_changed && network.is_none() && pending == world.pending && faults_used == world.faults_used
+        {
+            return Effect { change: None, choices, violation, record };
+        }
+        let mut fingerprint = world.fingerprint.0;
+        let node = node_changed.then(|| {
+            let next = Arc::new(NodeSlot::new(me.index(), state, timers, clock));
+            fingerprint = fingerprint.wrapping_sub(slot.hash).wrapping_add(next.hash);
+            (me.index(), next)
+        });
+        if let Some(next) = &network {
+            fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(next.hash());
+        }
+        if (pending, faults_used) != (world.pending, world.faults_used) {
+            fingerprint = fingerprint
+                .wrapping_sub(rest_term(world.pending, world.faults_used))
+                .wrapping_add(rest_term(pending, faults_used));
+        }
+        let change = Change { node, network, pending, faults_used, fingerprint: Fingerprint(fingerprint) };
+        Effect { change: Some(change), choices, violation, record }
     }
 
-    /// Every successor of `world`, in canonical order: each enabled action with each of its
-    /// choice vectors.
-    pub fn successors(&self, world: &World<P>, mut each: impl FnMut(Successor<P>)) {
+    /// Runs every step of `world` in canonical order — each enabled action with each of its
+    /// choice vectors — numbering them with ordinals.
+    fn each_step(&self, world: &World<P>, mut each: impl FnMut(u32, Action, Effect<P>) -> bool) {
         let mut actions = Vec::new();
         self.actions(world, &mut actions);
         let mut odometer = ChoiceOdometer::new();
         let mut ordinal = 0u32;
         for action in actions {
             loop {
-                let outcome = self.step(world, action, &mut odometer, false);
-                each(Successor {
-                    ordinal,
-                    action,
-                    choices: outcome.choices,
-                    world: outcome.world,
-                    violation: outcome.violation,
-                });
+                let effect = self.effect(world, action, &mut odometer, false);
+                if !each(ordinal, action, effect) {
+                    return;
+                }
                 ordinal += 1;
                 if !odometer.advance() {
                     break;
@@ -574,15 +710,28 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
     }
 
-    /// The successor of `world` with the given ordinal, as (action, choices).
+    /// Every successor of `world`, in canonical order. Steps that change nothing are not
+    /// successors unless they violate a handler property (a panic, a failed `require`).
+    pub fn successors<'w>(&self, world: &'w World<P>, mut each: impl FnMut(Successor<'w, P>)) {
+        self.each_step(world, |ordinal, action, effect| {
+            if effect.change.is_some() || effect.violation.is_some() {
+                let Effect { change, choices, violation, .. } = effect;
+                each(Successor { ordinal, action, choices, violation, parent: world, change });
+            }
+            true
+        });
+    }
+
+    /// The step of `world` with the given ordinal, as (action, choices).
     pub fn successor_step(&self, world: &World<P>, ordinal: u32) -> Option<(Action, Vec<usize>)> {
         let mut found = None;
-        // Enumerating to the ordinal re-executes earlier successors; traces are short, and this
+        // Enumerating to the ordinal re-executes earlier steps; traces are short, and this
         // keeps stored parent pointers at four bytes.
-        self.successors(world, |s| {
-            if s.ordinal == ordinal && found.is_none() {
-                found = Some((s.action, s.choices));
+        self.each_step(world, |at, action, effect| {
+            if at == ordinal {
+                found = Some((action, effect.choices));
             }
+            at < ordinal
         });
         found
     }

@@ -3,8 +3,10 @@
 //!
 //! Local states are shared between worlds behind `Arc` (copy-on-write): a step clones the
 //! pointers, replaces the one node it touched, and so costs one state clone whatever the node
-//! count. Each node caches the stable hash of its local state; the world fingerprint is the sum
-//! of position-tagged part hashes, so a step rehashes only what it changed.
+//! count. Each node caches the stable hash of its local state tagged with its position; the
+//! world fingerprint is the sum of the part hashes (nodes, network, driver and faults), so a
+//! step computes its successor's fingerprint from the parts it changed, before (and often
+//! instead of) building the successor world.
 
 use crate::network::Network;
 use crate::{Envelope, Fingerprint, FingerprintHasher, NodeId, Protocol};
@@ -20,8 +22,10 @@ pub(crate) struct NodeSlot<P: Protocol> {
 }
 
 impl<P: Protocol> NodeSlot<P> {
-    pub(crate) fn new(state: P::State, timers: Vec<P::Timer>, clock: u64) -> Self {
-        let hash = FingerprintHasher::hash(&(&state, &timers, clock));
+    /// The slot of node `index`; its hash includes the position, so equal states at different
+    /// nodes contribute differently to the fingerprint.
+    pub(crate) fn new(index: usize, state: P::State, timers: Vec<P::Timer>, clock: u64) -> Self {
+        let hash = FingerprintHasher::hash(&(index as u32, &state, &timers, clock));
         NodeSlot { state, timers, clock, hash }
     }
 }
@@ -32,6 +36,16 @@ pub(crate) struct FaultsUsed {
     pub(crate) resets: u32,
     pub(crate) drops: u32,
     pub(crate) duplicates: u32,
+}
+
+/// The fingerprint term of the driver's pending inputs and the faults used.
+pub(crate) fn rest_term(pending: u64, faults: FaultsUsed) -> u128 {
+    let mut bytes = [0u8; 20];
+    bytes[..8].copy_from_slice(&pending.to_le_bytes());
+    bytes[8..12].copy_from_slice(&faults.resets.to_le_bytes());
+    bytes[12..16].copy_from_slice(&faults.drops.to_le_bytes());
+    bytes[16..].copy_from_slice(&faults.duplicates.to_le_bytes());
+    FingerprintHasher::mix(u64::MAX, xxhash_rust::xxh3::xxh3_128(&bytes))
 }
 
 /// A global state of a model.
@@ -121,15 +135,17 @@ impl<P: Protocol> World<P> {
         self.pending.count_ones()
     }
 
+    /// The world with its fingerprint recomputed from the cached part hashes (debug checks).
+    pub(crate) fn sealed(mut self) -> Self {
+        self.seal();
+        self
+    }
+
     /// Recomputes the fingerprint from the cached part hashes.
     pub(crate) fn seal(&mut self) {
-        let mut sum = 0u128;
-        for (i, node) in self.nodes.iter().enumerate() {
-            sum = sum.wrapping_add(FingerprintHasher::mix(i as u64, node.hash));
-        }
-        sum = sum.wrapping_add(FingerprintHasher::mix(u64::MAX, self.network.hash()));
-        let rest = FingerprintHasher::hash(&(self.pending, self.faults_used));
-        sum = sum.wrapping_add(FingerprintHasher::mix(u64::MAX - 1, rest));
+        let nodes = self.nodes.iter().fold(0u128, |sum, node| sum.wrapping_add(node.hash));
+        let sum =
+            nodes.wrapping_add(self.network.hash()).wrapping_add(rest_term(self.pending, self.faults_used));
         self.fingerprint = Fingerprint(sum);
     }
 }

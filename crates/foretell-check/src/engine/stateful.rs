@@ -67,24 +67,27 @@ pub(crate) fn run<P: Protocol, F: Frontier<(World<P>, RecordId)>>(
         if exp.at_depth_bound(depth) {
             continue;
         }
-        sim.successors(&world, |s| {
+        sim.successors(&world, |mut s| {
             if found.is_some() {
                 return;
             }
             exp.stats.transitions += 1;
-            if let Some(violation) = s.violation {
+            if let Some(violation) = s.violation.take() {
                 // A step that breaks a handler property is a finding even if its world was seen.
                 let step = visited.record_step(id, s.ordinal);
                 found = Some((step, violation));
                 return;
             }
-            match visited.visit(s.world.fingerprint(), Some(id), s.ordinal, depth as u32 + 1) {
+            match visited.visit(s.fingerprint(), Some(id), s.ordinal, depth as u32 + 1) {
                 Visit::Seen => {}
-                Visit::Shallower(child) => frontier.push((s.world, child)),
-                Visit::New(child) => match exp.examine(&s.world, depth + 1, None) {
-                    Some(v) => found = Some((child, v)),
-                    None => frontier.push((s.world, child)),
-                },
+                Visit::Shallower(child) => frontier.push((s.into_world(), child)),
+                Visit::New(child) => {
+                    let world = s.into_world();
+                    match exp.examine(&world, depth + 1, None) {
+                        Some(v) => found = Some((child, v)),
+                        None => frontier.push((world, child)),
+                    }
+                }
             }
         });
     }

@@ -115,10 +115,10 @@ fn expand<P: Protocol>(exp: &mut Exploration<'_, '_, P>, world: &World<P>) -> Fr
     let mut children = Vec::new();
     exp.sim.successors(world, |s| {
         children.push(Child {
+            fingerprint: s.fingerprint(),
+            violates: s.violation.is_some(),
             action: s.action,
             choices: s.choices,
-            fingerprint: s.world.fingerprint(),
-            violates: s.violation.is_some(),
         });
     });
     exp.stats.transitions += children.len() as u64;
