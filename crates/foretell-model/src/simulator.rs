@@ -116,8 +116,9 @@ struct Effect<P: Protocol> {
     /// or it declared the event not enabled ([`Out::disable`]).
     change: Option<Change<P>>,
     choices: Vec<usize>,
-    violation: Option<StepViolation>,
-    record: Option<StepRecord<P>>,
+    // Boxed: rare or recording-only, and an effect is moved on every step.
+    violation: Option<Box<StepViolation>>,
+    record: Option<Box<StepRecord<P>>>,
 }
 
 /// One successor of a world: an action with one vector of choice values, whose fingerprint is
@@ -132,7 +133,7 @@ pub struct Successor<'w, P: Protocol> {
     /// The choice values.
     pub choices: Vec<usize>,
     /// The violation the handler caused, if any.
-    pub violation: Option<StepViolation>,
+    pub violation: Option<Box<StepViolation>>,
     parent: &'w World<P>,
     change: Option<Change<P>>,
 }
@@ -274,6 +275,11 @@ enum Call<'w, P: Protocol> {
     Restart,
 }
 
+thread_local! {
+    /// The enabled actions of the world being expanded, reused from world to world.
+    static ACTIONS: std::cell::RefCell<Vec<Action>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The model's semantics: initial worlds, enabled actions, steps.
 pub struct Simulator<'m, P: Protocol> {
     model: &'m Model<P>,
@@ -408,7 +414,9 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         result: &std::thread::Result<R>,
         log: &mut Vec<String>,
     ) -> (Vec<(NodeId, P::Msg)>, Option<StepViolation>) {
-        log.extend(out.log.take().unwrap_or_default());
+        if let Some(lines) = out.log.take() {
+            log.extend(lines);
+        }
         let mut violation = match result {
             Err(payload) => Some(StepViolation {
                 kind: ViolationKind::Panic,
@@ -421,7 +429,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 message: format!("{me} failed its assertion: {what}"),
             }),
         };
-        let sends = std::mem::take(&mut out.sends);
+        let mut sends = std::mem::take(&mut out.sends);
         let node_count = self.model.node_count();
         if let Some((to, _)) = sends.iter().find(|(to, _)| to.index() >= node_count) {
             violation.get_or_insert(StepViolation {
@@ -429,8 +437,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 property: "panic".into(),
                 message: format!("{me} sent a message to {to}, which does not exist"),
             });
+            sends.retain(|(to, _)| to.index() < node_count);
         }
-        let sends = sends.into_iter().filter(|(to, _)| to.index() < node_count).collect();
         (sends, violation)
     }
 
@@ -527,8 +535,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         StepOutcome {
             world: next,
             choices: effect.choices,
-            violation: effect.violation,
-            record: effect.record,
+            violation: effect.violation.map(|v| *v),
+            record: effect.record.map(|r| *r),
         }
     }
 
@@ -610,7 +618,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             faults_used,
             fingerprint: Fingerprint(fingerprint),
         };
-        let record = event.map(|event| StepRecord { event, sent: Vec::new(), log: Vec::new() });
+        let record = event.map(|event| Box::new(StepRecord { event, sent: Vec::new(), log: Vec::new() }));
         Effect { change: Some(change), choices: Vec::new(), violation: None, record }
     }
 
@@ -652,10 +660,11 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }));
         let mut log = Vec::new();
         let (sends, violation) = self.finish_handler(me, &mut out, &result, &mut log);
+        let violation = violation.map(Box::new);
         let choices = std::mem::take(&mut out.choices);
         let disabled = out.disabled && result.is_ok();
         drop(out);
-        let record = event.map(|event| StepRecord { event, sent: sends.clone(), log });
+        let record = event.map(|event| Box::new(StepRecord { event, sent: sends.clone(), log }));
         if disabled {
             return Effect { change: None, choices, violation, record };
         }
@@ -692,11 +701,25 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// Runs every step of `world` in canonical order — each enabled action with each of its
     /// choice vectors — numbering them with ordinals.
     fn each_step(&self, world: &World<P>, mut each: impl FnMut(u32, Action, Effect<P>) -> bool) {
-        let mut actions = Vec::new();
-        self.actions(world, &mut actions);
+        ACTIONS.with(|buffer| {
+            // A handler that explores a model of its own re-enters here; give it a new buffer.
+            match buffer.try_borrow_mut() {
+                Ok(mut actions) => self.each_step_with(world, &mut actions, &mut each),
+                Err(_) => self.each_step_with(world, &mut Vec::new(), &mut each),
+            }
+        });
+    }
+
+    fn each_step_with(
+        &self,
+        world: &World<P>,
+        actions: &mut Vec<Action>,
+        each: &mut impl FnMut(u32, Action, Effect<P>) -> bool,
+    ) {
+        self.actions(world, actions);
         let mut odometer = ChoiceOdometer::new();
         let mut ordinal = 0u32;
-        for action in actions {
+        for &action in actions.iter() {
             loop {
                 let effect = self.effect(world, action, &mut odometer, false);
                 if !each(ordinal, action, effect) {

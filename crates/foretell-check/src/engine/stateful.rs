@@ -75,7 +75,7 @@ pub(crate) fn run<P: Protocol, F: Frontier<(World<P>, RecordId)>>(
             if let Some(violation) = s.violation.take() {
                 // A step that breaks a handler property is a finding even if its world was seen.
                 let step = visited.record_step(id, s.ordinal);
-                found = Some((step, violation));
+                found = Some((step, *violation));
                 return;
             }
             match visited.visit(s.fingerprint(), Some(id), s.ordinal, depth as u32 + 1) {
