@@ -1,6 +1,6 @@
 //! `Check`: the builder a user's code and tests start a run with.
 
-use crate::{CheckOptions, EngineKind, FingerprintBits, Interrupt, Progress, Pruning, Report};
+use crate::{CheckOptions, EngineKind, FingerprintBits, Interrupt, Memory, Progress, Pruning, Report};
 use foretell_model::{Model, ModelError, Protocol, Simulator};
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,6 +60,25 @@ impl<'m, P: Protocol> Check<'m, P> {
     /// Sets the visited-set width.
     pub fn fingerprint_bits(mut self, bits: FingerprintBits) -> Self {
         self.options.fingerprint_bits = bits;
+        self
+    }
+
+    /// Runs the stateful search on `threads` worker threads (at most 64): breadth-first level by
+    /// level, depth-first with work stealing.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.options.threads = threads;
+        self
+    }
+
+    /// Sets how the stateful engines store seen worlds.
+    pub fn memory(mut self, memory: Memory) -> Self {
+        self.options.memory = memory;
+        self
+    }
+
+    /// Stops cleanly, with a partial report, when resident memory reaches `bytes`.
+    pub fn memory_max(mut self, bytes: u64) -> Self {
+        self.options.memory_max = Some(bytes);
         self
     }
 

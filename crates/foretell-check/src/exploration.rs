@@ -5,8 +5,10 @@
 //! [`Exploration::examine`] on each new world and [`Exploration::should_stop`] between worlds.
 
 use crate::report::kind_name;
-use crate::{CheckOptions, Completion, Progress, PropertyReport, Report, Stats, Status, Violation};
+use crate::{CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Status, Violation};
 use foretell_model::{Action, FixedChoices, PropertyKind, Protocol, Simulator, StepViolation, World};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often (in examined worlds or steps) the clock, the interrupt flag and the bounds are
@@ -25,11 +27,60 @@ pub(crate) struct Exploration<'m, 'o, P: Protocol> {
     pub(crate) options: &'o CheckOptions,
     pub(crate) stats: Stats,
     started: Instant,
-    last_progress: Instant,
+    last_progress: Mutex<Instant>,
     polls: u64,
     covered: Vec<bool>,
-    stop: Option<Completion>,
-    depth_cut: bool,
+    stop: OnceLock<Completion>,
+    depth_cut: AtomicBool,
+    omission: Option<Omission>,
+}
+
+/// What one worker of a parallel search found: counts and `sometimes` coverage, merged into
+/// the [`Exploration`] at the end ([`Exploration::absorb`]).
+pub(crate) struct Tally {
+    pub(crate) unique: u64,
+    pub(crate) transitions: u64,
+    max_depth: usize,
+    covered: Vec<bool>,
+}
+
+impl Tally {
+    pub(crate) fn new(properties: usize) -> Self {
+        Tally { unique: 0, transitions: 0, max_depth: 0, covered: vec![false; properties] }
+    }
+
+    /// Counts a new distinct world at `depth` and checks it, as [`Exploration::examine`].
+    pub(crate) fn examine<P: Protocol>(
+        &mut self,
+        sim: Simulator<'_, P>,
+        world: &World<P>,
+        depth: usize,
+        step: Option<StepViolation>,
+    ) -> Option<StepViolation> {
+        self.unique += 1;
+        self.max_depth = self.max_depth.max(depth);
+        check_world(sim, &mut self.covered, world, step)
+    }
+}
+
+/// The violation `world` shows, the step's own (panic, assertion) first; if none, marks the
+/// `sometimes` properties it covers.
+fn check_world<P: Protocol>(
+    sim: Simulator<'_, P>,
+    covered: &mut [bool],
+    world: &World<P>,
+    step: Option<StepViolation>,
+) -> Option<StepViolation> {
+    let violation = step.or_else(|| sim.violated_invariant(world));
+    if violation.is_none() {
+        let properties = sim.model().properties();
+        for (property, covered) in properties.iter().zip(covered.iter_mut()) {
+            if !*covered && property.kind() == PropertyKind::Sometimes && property.holds(world) {
+                *covered = true;
+            }
+        }
+    }
+    violation
 }
 
 impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
@@ -40,11 +91,12 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             options,
             stats: Stats::default(),
             started: now,
-            last_progress: now,
+            last_progress: Mutex::new(now),
             polls: 0,
             covered: vec![false; sim.model().properties().len()],
-            stop: None,
-            depth_cut: false,
+            stop: OnceLock::new(),
+            depth_cut: AtomicBool::new(false),
+            omission: None,
         }
     }
 
@@ -58,65 +110,90 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
     ) -> Option<StepViolation> {
         self.stats.unique_states += 1;
         self.stats.max_depth = self.stats.max_depth.max(depth);
-        let violation = step.or_else(|| self.sim.violated_invariant(world));
-        if violation.is_none() {
-            self.cover(world);
-        }
-        violation
+        check_world(self.sim, &mut self.covered, world, step)
     }
 
-    fn cover(&mut self, world: &World<P>) {
-        let properties = self.sim.model().properties();
-        for (property, covered) in properties.iter().zip(self.covered.iter_mut()) {
-            if !*covered && property.kind() == PropertyKind::Sometimes && property.holds(world) {
-                *covered = true;
-            }
+    /// Adds a worker's counts and coverage.
+    pub(crate) fn absorb(&mut self, tally: &Tally) {
+        self.stats.unique_states += tally.unique;
+        self.stats.transitions += tally.transitions;
+        self.stats.max_depth = self.stats.max_depth.max(tally.max_depth);
+        for (mine, theirs) in self.covered.iter_mut().zip(&tally.covered) {
+            *mine |= *theirs;
         }
+    }
+
+    /// Notes the visited set's estimate of states it may have missed (lossy memory modes).
+    pub(crate) fn note_omission(&mut self, omission: Omission) {
+        self.omission = Some(omission);
+    }
+
+    /// Notes that a world at the depth bound was not expanded.
+    pub(crate) fn note_depth_cut(&self) {
+        self.depth_cut.store(true, Ordering::Relaxed);
     }
 
     /// Whether `depth` is at the depth bound, so the world's successors are not explored.
     /// Notes the cut, which makes the completion `DepthBound` rather than `Exhausted`.
     pub(crate) fn at_depth_bound(&mut self, depth: usize) -> bool {
         let cut = self.options.depth_max.is_some_and(|max| depth >= max);
-        self.depth_cut |= cut;
+        if cut {
+            self.note_depth_cut();
+        }
         cut
     }
 
-    /// Whether the run must stop now; `queue` is the frontier's size, for progress.
+    /// Whether the run must stop now; `queue` is the frontier's size, for progress. Polls the
+    /// bounds every `POLL_EVERY` calls (and on the first, so that a run interrupted before it
+    /// starts stops at once).
     pub(crate) fn should_stop(&mut self, queue: usize) -> bool {
-        if self.stop.is_some() {
+        if self.stop.get().is_some() {
             return true;
         }
         self.polls += 1;
-        // Poll on the first call too, so that a run interrupted before it starts stops at once.
         if (self.polls - 1) % POLL_EVERY != 0 {
             return false;
         }
-        if let Some(max) = self.options.states_max {
-            if self.stats.unique_states >= max {
-                self.stop = Some(Completion::StatesBound);
-            }
-        }
-        let now = Instant::now();
-        if self.options.timeout.is_some_and(|t| now - self.started >= t) {
-            self.stop = Some(Completion::TimeBound);
-        }
-        if self.options.interrupt.as_ref().is_some_and(|i| i.is_raised()) {
-            self.stop = Some(Completion::Interrupted);
-        }
-        if let Some(sink) = &self.options.progress {
-            if now - self.last_progress >= PROGRESS_EVERY {
-                self.last_progress = now;
-                sink(&self.progress(queue));
-            }
-        }
-        self.stop.is_some()
+        self.poll(self.stats.unique_states, queue)
     }
 
-    fn progress(&self, queue: usize) -> Progress {
+    /// Checks the bounds, the interrupt and the memory budget now, and reports progress if it
+    /// is time; callable from any worker thread. Returns whether the run must stop.
+    pub(crate) fn poll(&self, unique: u64, queue: usize) -> bool {
+        if self.stop.get().is_some() {
+            return true;
+        }
+        let now = Instant::now();
+        let stop = if self.options.interrupt.as_ref().is_some_and(|i| i.is_raised()) {
+            Some(Completion::Interrupted)
+        } else if self.options.states_max.is_some_and(|max| unique >= max) {
+            Some(Completion::StatesBound)
+        } else if self.options.timeout.is_some_and(|t| now - self.started >= t) {
+            Some(Completion::TimeBound)
+        } else if self.options.memory_max.is_some_and(|max| resident_bytes().is_some_and(|used| used >= max))
+        {
+            Some(Completion::MemoryBound)
+        } else {
+            None
+        };
+        if let Some(sink) = &self.options.progress {
+            let mut last = self.last_progress.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if now - *last >= PROGRESS_EVERY {
+                *last = now;
+                drop(last);
+                sink(&self.progress(unique, self.stats.transitions, queue));
+            }
+        }
+        if let Some(stop) = stop {
+            let _ = self.stop.set(stop);
+        }
+        self.stop.get().is_some()
+    }
+
+    fn progress(&self, unique: u64, transitions: u64, queue: usize) -> Progress {
         Progress {
-            unique_states: self.stats.unique_states,
-            transitions: self.stats.transitions,
+            unique_states: unique,
+            transitions,
             max_depth: self.stats.max_depth,
             queue,
             elapsed: self.started.elapsed(),
@@ -149,12 +226,12 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
     pub(crate) fn finish(mut self, found: Option<Found>) -> Report {
         self.stats.seconds = self.started.elapsed().as_secs_f64();
         if let Some(sink) = &self.options.progress {
-            sink(&self.progress(0));
+            sink(&self.progress(self.stats.unique_states, self.stats.transitions, 0));
         }
-        let completion = match (&found, self.stop) {
+        let completion = match (&found, self.stop.get().copied()) {
             (Some(_), _) => Completion::Violation,
             (None, Some(stop)) => stop,
-            (None, None) if self.depth_cut => Completion::DepthBound,
+            (None, None) if self.depth_cut.load(Ordering::Relaxed) => Completion::DepthBound,
             (None, None) => Completion::Exhausted,
         };
         let mut violations = Vec::new();
@@ -195,6 +272,21 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
                 });
             }
         }
-        Report { engine: self.options.engine, completion, properties, violations, stats: self.stats }
+        Report {
+            engine: self.options.engine,
+            completion,
+            properties,
+            violations,
+            stats: self.stats,
+            omission: self.omission,
+        }
     }
+}
+
+/// The process's resident memory in bytes (Linux: `/proc/self/statm`); `None` elsewhere, where
+/// a memory budget is not enforced.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }

@@ -31,11 +31,14 @@ mod check;
 mod dyn_model;
 mod engine;
 mod exploration;
+mod fingerprint_set;
 mod options;
 mod report;
-mod visited;
 
 pub use check::Check;
 pub use dyn_model::{DynModel, ModelSummary, PropertySummary, ReplaySummary};
-pub use options::{CheckOptions, EngineKind, FingerprintBits, Interrupt, Progress, ProgressSink, Pruning};
-pub use report::{Completion, PropertyReport, Report, Stats, Status, Violation};
+pub use options::{
+    parse_bytes, CheckOptions, EngineKind, FingerprintBits, Interrupt, Memory, Progress, ProgressSink,
+    Pruning,
+};
+pub use report::{Completion, Omission, PropertyReport, Report, Stats, Status, Violation};

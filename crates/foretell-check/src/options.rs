@@ -60,6 +60,87 @@ pub enum FingerprintBits {
     B128,
 }
 
+/// How the breadth-first engine stores the worlds it has seen, for spaces larger than memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Memory {
+    /// Every 64-bit fingerprint (8 bytes a world): exact up to fingerprint collisions.
+    #[default]
+    Exact,
+    /// Hash compaction: a 32-bit signature per world (4 bytes); distinct worlds may collide,
+    /// and the report estimates how many were missed.
+    Compact,
+    /// Bitstate hashing (a Bloom filter of `bytes`, `hashes` bits per world, as SPIN's `-DBITSTATE`):
+    /// fixed memory whatever the space; the report estimates how many worlds were missed.
+    Bitstate {
+        /// The filter's size.
+        bytes: u64,
+        /// Bits set per world.
+        hashes: u32,
+    },
+}
+
+impl Memory {
+    pub(crate) fn mode(self) -> crate::fingerprint_set::MemoryMode {
+        use crate::fingerprint_set::MemoryMode;
+        match self {
+            Memory::Exact => MemoryMode::Exact,
+            Memory::Compact => MemoryMode::Compact,
+            Memory::Bitstate { bytes, hashes } => MemoryMode::Bitstate { bytes, hashes },
+        }
+    }
+}
+
+impl FromStr for Memory {
+    type Err = String;
+    /// `exact`, `compact`, or `bitstate[:SIZE[:HASHES]]` with a size such as `512M` or `2G`
+    /// (default 256M, 3 hashes).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut parts = s.split(':');
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some("exact"), None, ..) => Ok(Memory::Exact),
+            (Some("compact"), None, ..) => Ok(Memory::Compact),
+            (Some("bitstate"), size, hashes, None) => {
+                let bytes = size.map_or(Ok(256 << 20), parse_bytes)?;
+                let hashes = match hashes {
+                    None => 3,
+                    Some(h) => h
+                        .parse()
+                        .ok()
+                        .filter(|h| (1..=16).contains(h))
+                        .ok_or_else(|| format!("bitstate hashes must be 1 to 16, not {h:?}"))?,
+                };
+                if bytes < 8 {
+                    return Err(format!("a bitstate filter needs at least 8 bytes, not {bytes}"));
+                }
+                Ok(Memory::Bitstate { bytes, hashes })
+            }
+            _ => Err(format!(
+                "unknown memory mode {s:?} (expected exact, compact or bitstate[:SIZE[:HASHES]])"
+            )),
+        }
+    }
+}
+
+/// Parses a byte count such as `4096`, `512K`, `256M` or `2G` (powers of 1024).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("unknown size unit in {text:?} (expected K, M, G or T)")),
+    };
+    let value: u64 =
+        digits.parse().map_err(|_| format!("not a size: {text:?} (expected e.g. 512M or 2G)"))?;
+    value.checked_mul(1 << shift).ok_or_else(|| format!("size {text:?} is too large"))
+}
+
 /// Whether the stateless engine prunes re-visited worlds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Pruning {
@@ -123,6 +204,13 @@ pub struct CheckOptions {
     pub timeout: Option<Duration>,
     /// Visited-set width.
     pub fingerprint_bits: FingerprintBits,
+    /// How the stateful engines store seen worlds.
+    pub memory: Memory,
+    /// Stop cleanly, with a partial report, when the process's resident memory reaches this many
+    /// bytes.
+    pub memory_max: Option<u64>,
+    /// Worker threads of the stateful engines (0 or 1: one).
+    pub threads: usize,
     /// The stateless engine's pruning.
     pub pruning: Pruning,
     /// A flag that stops the run.

@@ -17,6 +17,8 @@ pub enum Completion {
     StatesBound,
     /// The time bound was reached.
     TimeBound,
+    /// The memory budget was reached.
+    MemoryBound,
     /// The run was interrupted.
     Interrupted,
     /// The search stopped at the first violation.
@@ -38,6 +40,7 @@ impl fmt::Display for Completion {
             Completion::DepthBound => "every world within the depth bound explored",
             Completion::StatesBound => "stopped at the state bound",
             Completion::TimeBound => "stopped at the time bound",
+            Completion::MemoryBound => "stopped at the memory budget",
             Completion::Interrupted => "interrupted",
             Completion::Violation => "stopped at the first violation",
         })
@@ -96,6 +99,17 @@ pub struct Violation {
     pub trace: Trace,
 }
 
+/// How likely a lossy visited set ([`crate::Memory::Compact`], [`crate::Memory::Bitstate`])
+/// made the search miss states: a new state mistaken for a seen one is not explored, nor is
+/// anything only reachable through it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Omission {
+    /// The probability that the next new state would have been mistaken for a seen one.
+    pub per_state: f64,
+    /// The expected number of states mistaken for seen ones during the run.
+    pub expected_missed: f64,
+}
+
 /// Counts of a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Stats {
@@ -133,6 +147,9 @@ pub struct Report {
     pub violations: Vec<Violation>,
     /// Counts.
     pub stats: Stats,
+    /// For a lossy visited set, the estimate of states missed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omission: Option<Omission>,
 }
 
 impl Report {
@@ -211,6 +228,14 @@ impl fmt::Display for Report {
             s.seconds,
             s.states_per_second()
         );
+        if let Some(o) = &self.omission {
+            let _ = write!(
+                text,
+                "\nlossy visited set: {:.2e} probability per new state of being mistaken for a seen one, \
+                 about {:.1} states missed",
+                o.per_state, o.expected_missed
+            );
+        }
         f.write_str(&text)
     }
 }

@@ -28,6 +28,7 @@ mod out;
 mod property;
 mod protocol;
 mod simulator;
+mod symmetry;
 mod trace;
 mod trace_text;
 mod world;
@@ -45,6 +46,7 @@ pub use simulator::{
     ChoiceOdometer, EventOf, FixedChoices, Simulator, StepOutcome, StepRecord, StepViolation, Successor,
     ViolationKind,
 };
+pub use symmetry::{Permutation, Symmetry};
 pub use trace::{
     ReplayError, Replayed, SentMessage, SystemRef, Trace, TraceError, TraceInitial, TraceStep, TraceVerdict,
     TRACE_FORMAT, TRACE_VERSION,

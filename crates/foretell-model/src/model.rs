@@ -4,7 +4,7 @@
 //! the property predicates, built with a small builder and validated once by
 //! [`crate::Simulator::new`], so engines can trust it.
 
-use crate::{NetworkKind, NodeId, Property, PropertyKind, Protocol, World};
+use crate::{NetworkKind, NodeId, Property, PropertyKind, Protocol, Symmetry, World};
 use std::fmt;
 use std::sync::Arc;
 
@@ -171,6 +171,7 @@ pub struct Model<P: Protocol> {
     faults: Faults,
     driver: Driver<P>,
     properties: Vec<Property<P>>,
+    symmetry: Option<Symmetry<P>>,
 }
 
 impl<P: Protocol> Model<P> {
@@ -184,6 +185,7 @@ impl<P: Protocol> Model<P> {
             faults: Faults::none(),
             driver: Driver::new(),
             properties: Vec::new(),
+            symmetry: None,
         }
     }
 
@@ -207,7 +209,18 @@ impl<P: Protocol> Model<P> {
 
     /// Sets the driver.
     pub fn driver(mut self, driver: Driver<P>) -> Self {
+        if let Some(symmetry) = &mut self.symmetry {
+            symmetry.bind(&driver);
+        }
         self.driver = driver;
+        self
+    }
+
+    /// Declares a symmetry: engines then identify worlds that differ only by a renaming of the
+    /// interchangeable nodes, through [`Symmetry::canonical_fingerprint`].
+    pub fn symmetry(mut self, mut symmetry: Symmetry<P>) -> Self {
+        symmetry.bind(&self.driver);
+        self.symmetry = Some(symmetry);
         self
     }
 
@@ -280,6 +293,11 @@ impl<P: Protocol> Model<P> {
         &self.properties
     }
 
+    /// The declared symmetry, if any.
+    pub fn symmetry_ref(&self) -> Option<&Symmetry<P>> {
+        self.symmetry.as_ref()
+    }
+
     /// Checks that the model makes sense; engines call this through [`crate::Simulator::new`].
     ///
     /// # Errors
@@ -306,6 +324,9 @@ impl<P: Protocol> Model<P> {
             if self.properties[..i].iter().any(|q| q.name == p.name) {
                 return Err(ModelError::DuplicateProperty(p.name.clone()));
             }
+        }
+        if let Some(symmetry) = &self.symmetry {
+            symmetry.check(self)?;
         }
         Ok(())
     }
@@ -335,4 +356,10 @@ pub enum ModelError {
     /// Two properties share a name.
     #[error("two properties are named {0:?}")]
     DuplicateProperty(String),
+    /// A symmetry lists a node twice.
+    #[error("the symmetry lists node {0} twice")]
+    DuplicateSymmetricNode(NodeId),
+    /// A symmetry is not a symmetry of the model's environment.
+    #[error("the symmetry does not hold: {0}")]
+    NotSymmetric(String),
 }

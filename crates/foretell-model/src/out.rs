@@ -7,6 +7,7 @@
 //! seeded generator on a walk, a fixed list on replay.
 
 use crate::{network::Network, NodeId, Protocol};
+use std::cell::Cell;
 use std::fmt::Display;
 
 /// Answers a handler's `choose(n)` questions.
@@ -27,6 +28,9 @@ pub struct Out<'a, P: Protocol> {
     pub(crate) log: Option<Vec<String>>,
     pub(crate) failed: Vec<String>,
     pub(crate) disabled: bool,
+    /// Whether the handler read the network ([`Out::mailbox`]): its effect then depends on more
+    /// than its node's state and the event.
+    pub(crate) read_network: Cell<bool>,
     pub(crate) network: &'a Network<P::Msg>,
 }
 
@@ -145,6 +149,7 @@ impl<'a, P: Protocol> Out<'a, P> {
     /// `Phase2a`, for one). Protocols meant to run live should react to deliveries instead.
     pub fn mailbox(&self) -> impl Iterator<Item = (NodeId, &P::Msg)> + '_ {
         let me = self.me;
+        self.read_network.set(true);
         self.network.messages().iter().filter(move |e| e.to == me).map(|e| (e.from, &e.msg))
     }
 }

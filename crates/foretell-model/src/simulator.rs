@@ -17,9 +17,12 @@ use crate::{
     Action, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
     Protocol, World,
 };
+use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The event type of protocol `P`.
@@ -85,7 +88,7 @@ pub struct StepOutcome<P: Protocol> {
 /// What a step changes in its parent world: applied to the parent, it gives the next world.
 /// `None` parts are the parent's.
 struct Change<P: Protocol> {
-    node: Option<(usize, Arc<NodeSlot<P>>)>,
+    node: Option<(usize, NodeSlot<P>)>,
     network: Option<Network<P::Msg>>,
     pending: u64,
     faults_used: FaultsUsed,
@@ -93,10 +96,10 @@ struct Change<P: Protocol> {
 }
 
 impl<P: Protocol> Change<P> {
-    fn apply(self, parent: &World<P>) -> World<P> {
+    fn apply(self: Box<Self>, parent: &World<P>) -> World<P> {
         let mut nodes = parent.nodes.clone();
         if let Some((index, slot)) = self.node {
-            nodes[index] = slot;
+            nodes[index] = Arc::new(slot);
         }
         let world = World {
             nodes,
@@ -114,7 +117,7 @@ impl<P: Protocol> Change<P> {
 struct Effect<P: Protocol> {
     /// `None` when the world does not change: the handler changed nothing and sent nothing,
     /// or it declared the event not enabled ([`Out::disable`]).
-    change: Option<Change<P>>,
+    change: Option<Box<Change<P>>>,
     choices: Vec<usize>,
     // Boxed: rare or recording-only, and an effect is moved on every step.
     violation: Option<Box<StepViolation>>,
@@ -135,7 +138,7 @@ pub struct Successor<'w, P: Protocol> {
     /// The violation the handler caused, if any.
     pub violation: Option<Box<StepViolation>>,
     parent: &'w World<P>,
-    change: Option<Change<P>>,
+    change: Option<Box<Change<P>>>,
 }
 
 impl<P: Protocol> Successor<'_, P> {
@@ -277,12 +280,49 @@ enum Call<'w, P: Protocol> {
 
 thread_local! {
     /// The enabled actions of the world being expanded, reused from world to world.
-    static ACTIONS: std::cell::RefCell<Vec<Action>> = const { std::cell::RefCell::new(Vec::new()) };
+    static ACTIONS: RefCell<Vec<Action>> = const { RefCell::new(Vec::new()) };
+    /// Steps known to change nothing, per thread.
+    static NOOPS: RefCell<NoopMemo> = RefCell::new(NoopMemo::default());
+}
+
+/// Steps known to change nothing: (acting node's slot hash, event) pairs of one simulator.
+///
+/// A handler is a deterministic function of its node's local state and the event (the
+/// simulator's replay already relies on that), so a step that once changed nothing, sent
+/// nothing, made no choice and did not read the network changes nothing whenever the same node
+/// slot meets the same event again. (Fields a protocol marks [`crate::Ignored`] are outside
+/// the slot hash; like state hashing, the memo assumes they do not change what a handler
+/// does.) Most steps of a typical search are such no-ops — an input
+/// the node ignores in its current phase, a grow-only message delivered again — and the memo
+/// answers them with one lookup instead of a state clone and a handler run.
+#[derive(Default)]
+struct NoopMemo {
+    simulator: u64,
+    keys: FxHashSet<(u128, u64)>,
+}
+
+impl NoopMemo {
+    /// Entries kept before the memo starts afresh (about 40 MB per thread at most).
+    const CAPACITY: usize = 1 << 20;
+
+    fn contains(&self, simulator: u64, key: (u128, u64)) -> bool {
+        self.simulator == simulator && self.keys.contains(&key)
+    }
+
+    fn insert(&mut self, simulator: u64, key: (u128, u64)) {
+        if self.simulator != simulator || self.keys.len() >= Self::CAPACITY {
+            self.keys.clear();
+            self.simulator = simulator;
+        }
+        self.keys.insert(key);
+    }
 }
 
 /// The model's semantics: initial worlds, enabled actions, steps.
 pub struct Simulator<'m, P: Protocol> {
     model: &'m Model<P>,
+    /// Distinguishes this simulator's entries in the thread-local no-op memo.
+    id: u64,
 }
 
 impl<P: Protocol> Clone for Simulator<'_, P> {
@@ -300,7 +340,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// The model's [`ModelError`] if it does not validate.
     pub fn new(model: &'m Model<P>) -> Result<Self, ModelError> {
         model.validate()?;
-        Ok(Simulator { model })
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        Ok(Simulator { model, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) })
     }
 
     /// The model.
@@ -401,6 +442,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             log: record.then(Vec::new),
             failed: Vec::new(),
             disabled: false,
+            read_network: Cell::new(false),
             network,
         }
     }
@@ -543,6 +585,51 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// What `action` does to `world`, with the next fingerprint computed from the changed
     /// parts only.
     fn effect(&self, world: &World<P>, action: Action, chooser: &mut dyn Chooser, record: bool) -> Effect<P> {
+        let memo_key = if record { None } else { self.noop_key(world, action) };
+        if let Some(key) = memo_key {
+            if NOOPS.with(|memo| memo.borrow().contains(self.id, key)) {
+                return Effect { change: None, choices: Vec::new(), violation: None, record: None };
+            }
+        }
+        let (effect, memoizable) = self.run_effect(world, action, chooser, record);
+        if let Some(key) = memo_key {
+            if memoizable
+                && effect.change.is_none()
+                && effect.violation.is_none()
+                && effect.choices.is_empty()
+            {
+                NOOPS.with(|memo| memo.borrow_mut().insert(self.id, key));
+            }
+        }
+        effect
+    }
+
+    /// The no-op memo's key for `action`: the acting node's slot hash (its position, state,
+    /// timers and clock) and the event, for the actions whose effect depends on nothing else
+    /// unless the handler reads the network or sends. Actions that always change the world (one-shot
+    /// inputs, transport errors, faults) have none.
+    fn noop_key(&self, world: &World<P>, action: Action) -> Option<(u128, u64)> {
+        let (node, event) = match action {
+            Action::Deliver(i) => {
+                let envelope = &world.network.messages()[i as usize];
+                (envelope.to, envelope.hash as u64 & !(0b11 << 62))
+            }
+            Action::Timer(node, t) => (node, 1 << 62 | u64::from(t)),
+            Action::Spontaneous(i) => {
+                (self.model.input_driver().spontaneous[i as usize].0, 2 << 62 | u64::from(i))
+            }
+            _ => return None,
+        };
+        Some((world.nodes[node.index()].hash, event))
+    }
+
+    fn run_effect(
+        &self,
+        world: &World<P>,
+        action: Action,
+        chooser: &mut dyn Chooser,
+        record: bool,
+    ) -> (Effect<P>, bool) {
         let event = record.then(|| self.event(world, action));
         let budget = self.model.fault_budget();
         let mut pending = world.pending;
@@ -553,13 +640,13 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 let mut next = world.network.clone();
                 next.drop_message(i as usize);
                 faults.drops += u32::from(budget.drops.counted());
-                return self.network_effect(world, next, faults, event);
+                return (self.network_effect(world, next, faults, event), false);
             }
             Action::Duplicate(i) => {
                 let mut next = world.network.clone();
                 next.duplicate(i as usize);
                 faults.duplicates += u32::from(budget.duplicates.counted());
-                return self.network_effect(world, next, faults, event);
+                return (self.network_effect(world, next, faults, event), false);
             }
             Action::Deliver(i) => {
                 let envelope = if world.network.kind().consumes() {
@@ -619,7 +706,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             fingerprint: Fingerprint(fingerprint),
         };
         let record = event.map(|event| Box::new(StepRecord { event, sent: Vec::new(), log: Vec::new() }));
-        Effect { change: Some(change), choices: Vec::new(), violation: None, record }
+        Effect { change: Some(Box::new(change)), choices: Vec::new(), violation: None, record }
     }
 
     #[allow(clippy::too_many_arguments)] // the parts of a step, threaded from `effect`
@@ -633,7 +720,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         call: Call<'_, P>,
         chooser: &mut dyn Chooser,
         event: Option<EventOf<P>>,
-    ) -> Effect<P> {
+    ) -> (Effect<P>, bool) {
         let protocol = self.model.protocol();
         let slot = &world.nodes[me.index()];
         let mut state = slot.state.clone();
@@ -663,10 +750,14 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let violation = violation.map(Box::new);
         let choices = std::mem::take(&mut out.choices);
         let disabled = out.disabled && result.is_ok();
+        // The effect is the slot's and the event's alone unless the handler read the network or
+        // sent (a send to a grow-only network that holds the message already changes nothing
+        // here, but would elsewhere).
+        let memoizable = !out.read_network.get() && sends.is_empty();
         drop(out);
         let record = event.map(|event| Box::new(StepRecord { event, sent: sends.clone(), log }));
         if disabled {
-            return Effect { change: None, choices, violation, record };
+            return (Effect { change: None, choices, violation, record }, memoizable);
         }
         for (to, msg) in &sends {
             let envelope = Envelope::new(me, *to, msg.clone());
@@ -678,11 +769,11 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
         if !node_changed && network.is_none() && pending == world.pending && faults_used == world.faults_used
         {
-            return Effect { change: None, choices, violation, record };
+            return (Effect { change: None, choices, violation, record }, memoizable);
         }
         let mut fingerprint = world.fingerprint.0;
         let node = node_changed.then(|| {
-            let next = Arc::new(NodeSlot::new(me.index(), state, timers, clock));
+            let next = NodeSlot::new(me.index(), state, timers, clock);
             fingerprint = fingerprint.wrapping_sub(slot.hash).wrapping_add(next.hash);
             (me.index(), next)
         });
@@ -695,7 +786,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 .wrapping_add(rest_term(pending, faults_used));
         }
         let change = Change { node, network, pending, faults_used, fingerprint: Fingerprint(fingerprint) };
-        Effect { change: Some(change), choices, violation, record }
+        (Effect { change: Some(Box::new(change)), choices, violation, record }, memoizable)
     }
 
     /// Runs every step of `world` in canonical order — each enabled action with each of its

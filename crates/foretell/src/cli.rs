@@ -1,7 +1,7 @@
 //! The command line's shape: verbs and typed flags, parsed by clap.
 
 use clap::{Parser, Subcommand};
-use foretell_check::{EngineKind, FingerprintBits};
+use foretell_check::{parse_bytes, EngineKind, FingerprintBits, Memory};
 use std::path::PathBuf;
 
 /// foretell: find bugs in distributed systems before their users do.
@@ -23,15 +23,18 @@ pub enum Command {
         /// The trace file.
         file: PathBuf,
     },
-    /// Measure BFS throughput (distinct states per second, median of runs) on the reference
-    /// systems, as a Markdown table.
+    /// Measure the stateful engines' throughput (distinct states per second, median of runs)
+    /// on the reference systems, on one thread and on several, as a Markdown table.
     Bench {
         /// Runs per configuration; the median is reported.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=101))]
         runs: u32,
-        /// Also run the larger configurations (two-phase commit with 8 RMs).
+        /// Also run the larger configurations (two-phase commit with 8 RMs, and 9 with symmetry).
         #[arg(long)]
         large: bool,
+        /// The thread counts to measure, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = clap::value_parser!(u16).range(1..=64))]
+        threads: Vec<u16>,
     },
     /// Print a trace file as text, one line per step.
     Show {
@@ -68,6 +71,19 @@ pub struct CheckArgs {
     /// Fingerprint bits kept per visited world: 64 (half the memory) or 128.
     #[arg(long, default_value = "64", value_parser = parse_bits)]
     pub fingerprint_bits: FingerprintBits,
+    /// Worker threads for breadth-first (level by level) and depth-first (work stealing)
+    /// search, 1 to 64.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: u16,
+    /// How breadth-first search stores seen worlds: exact (8 bytes a world), compact (4 bytes,
+    /// lossy) or bitstate[:SIZE[:HASHES]] (a Bloom filter of fixed SIZE, lossy); lossy modes
+    /// report the expected number of states missed.
+    #[arg(long, default_value = "exact", value_name = "MODE", value_parser = parse_memory)]
+    pub memory: Memory,
+    /// Stop cleanly with a partial report when the process's resident memory reaches SIZE
+    /// (e.g. 2G).
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_memory: Option<u64>,
     /// Where to write the violation's trace (default: SYSTEM[-BUG].trace.json).
     #[arg(long, value_name = "FILE")]
     pub trace_out: Option<PathBuf>,
@@ -89,6 +105,10 @@ fn parse_bits(text: &str) -> Result<FingerprintBits, String> {
         "128" => Ok(FingerprintBits::B128),
         _ => Err(format!("expected 64 or 128, got {text:?}")),
     }
+}
+
+fn parse_memory(text: &str) -> Result<Memory, String> {
+    text.parse()
 }
 
 fn parse_engine(text: &str) -> Result<EngineKind, String> {

@@ -17,7 +17,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::List => list(),
         Command::Check(args) => check(args),
         Command::Replay { file } => replay(&file),
-        Command::Bench { runs, large } => crate::bench::run(runs, large),
+        Command::Bench { runs, large, threads } => {
+            let threads: Vec<usize> = threads.into_iter().map(usize::from).collect();
+            crate::bench::run(runs, large, &threads)
+        }
         Command::Show { file, states } => {
             print!("{}", load_trace(&file)?.to_text(states));
             Ok(ExitCode::SUCCESS)
@@ -64,6 +67,9 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
         states_max: args.max_states,
         timeout,
         fingerprint_bits: args.fingerprint_bits,
+        threads: usize::from(args.threads),
+        memory: args.memory,
+        memory_max: args.max_memory,
         interrupt: Some(interrupt),
         progress: Some(Arc::new(move |p: &Progress| show_progress(&sink_bar, p))),
         ..CheckOptions::default()

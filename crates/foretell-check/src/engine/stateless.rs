@@ -10,6 +10,7 @@
 //! exactly the worlds stateful search does; with [`crate::Pruning::None`] it explores every
 //! sequence up to the depth bound.
 
+use super::seen::{key_of, Keyed};
 use crate::exploration::{Exploration, Found, Steps};
 use crate::{Pruning, Report};
 use foretell_model::{Action, Fingerprint, FixedChoices, Protocol, World};
@@ -44,7 +45,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>) -> Report {
         if found.is_some() || exp.should_stop(0) {
             break;
         }
-        if explored.insert(key(world.fingerprint()), 0).is_some() {
+        if explored.insert(key(key_of(sim, &world)), 0).is_some() {
             continue;
         }
         if let Some(v) = exp.examine(&world, 0, violation) {
@@ -113,13 +114,11 @@ fn search_from<P: Protocol>(
 /// The successors of `world` as small records; counts them as transitions.
 fn expand<P: Protocol>(exp: &mut Exploration<'_, '_, P>, world: &World<P>) -> Frame {
     let mut children = Vec::new();
-    exp.sim.successors(world, |s| {
-        children.push(Child {
-            fingerprint: s.fingerprint(),
-            violates: s.violation.is_some(),
-            action: s.action,
-            choices: s.choices,
-        });
+    let sim = exp.sim;
+    sim.successors(world, |s| {
+        let (action, choices, violates) = (s.action, s.choices.clone(), s.violation.is_some());
+        let fingerprint = Keyed::new(sim, s).key;
+        children.push(Child { fingerprint, violates, action, choices });
     });
     exp.stats.transitions += children.len() as u64;
     Frame { children, next: 0 }

@@ -1,0 +1,226 @@
+//! Breadth-first search, level by level, on any number of threads.
+//!
+//! The frontier is one BFS level at a time. Worker threads take chunks of the current level,
+//! expand each world, and insert the successors' fingerprints in one shared visited set
+//! ([`FingerprintSet`], sharded so that threads rarely meet); a successor that is new goes to
+//! the worker's part of the next level. Because every world of a level is expanded before any
+//! world of the next, the first violation found is at the smallest depth, so counterexamples
+//! stay shortest whatever the thread count, and the distinct-state count is the same in every
+//! run. One thread runs the same code without spawning.
+//!
+//! Parent pointers are kept per worker as one `u64` per distinct world: the parent's reference
+//! (worker and index) and the successor ordinal that leads from it. A trace is rebuilt by
+//! following them to an initial world and re-executing the ordinals.
+
+use super::seen::{key_of, Keyed, Seen, Visit};
+use crate::exploration::{Exploration, Found, Tally};
+use crate::Report;
+use foretell_model::{Protocol, Simulator, StepViolation, World};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// A reference to a parent record: worker in the high bits, index in the low ones.
+type RecordRef = u64;
+
+const INDEX_BITS: u32 = 34;
+const ORDINAL_BITS: u32 = 64 - INDEX_BITS - WORKER_BITS;
+const WORKER_BITS: u32 = 6;
+/// The most threads a search runs on.
+pub(crate) const MAX_THREADS: usize = 1 << WORKER_BITS;
+const ROOT: RecordRef = (1 << (INDEX_BITS + WORKER_BITS)) - 1;
+/// Worlds a worker takes from the level at a time.
+const CHUNK: usize = 64;
+
+fn pack(parent: RecordRef, ordinal: u32) -> u64 {
+    assert!(u64::from(ordinal) < 1 << ORDINAL_BITS, "a world has fewer than 16M successors");
+    parent << ORDINAL_BITS | u64::from(ordinal)
+}
+
+fn unpack(record: u64) -> (RecordRef, u32) {
+    (record >> ORDINAL_BITS, (record & ((1 << ORDINAL_BITS) - 1)) as u32)
+}
+
+/// One thread's share of the search.
+struct Worker<P: Protocol> {
+    index: usize,
+    records: Vec<u64>,
+    tally: Tally,
+    next: Vec<(World<P>, RecordRef)>,
+    found: Option<(RecordRef, StepViolation)>,
+}
+
+impl<P: Protocol> Worker<P> {
+    fn new(index: usize, properties: usize) -> Self {
+        Worker { index, records: Vec::new(), tally: Tally::new(properties), next: Vec::new(), found: None }
+    }
+
+    fn record(&mut self, parent: RecordRef, ordinal: u32) -> RecordRef {
+        let index = self.records.len() as u64;
+        assert!(index < 1 << INDEX_BITS, "fewer than 16G worlds per thread");
+        self.records.push(pack(parent, ordinal));
+        (self.index as u64) << INDEX_BITS | index
+    }
+}
+
+/// What the workers share while a level is expanded.
+struct Shared<'a, P: Protocol> {
+    sim: Simulator<'a, P>,
+    visited: &'a Seen,
+    level: &'a [(World<P>, RecordRef)],
+    cursor: AtomicUsize,
+    stop: AtomicBool,
+    /// Distinct worlds so far, for the states bound and progress.
+    unique: AtomicU64,
+    depth: usize,
+}
+
+pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) -> Report {
+    let threads = threads.clamp(1, MAX_THREADS);
+    let sim = exp.sim;
+    let properties = sim.model().properties().len();
+    let visited = Seen::new(exp.options, false);
+    let bits = exp.options.fingerprint_bits;
+    let mut workers: Vec<Worker<P>> = (0..threads).map(|i| Worker::new(i, properties)).collect();
+    let mut level = Vec::new();
+    let mut root = 0u32;
+    sim.initial_worlds(|_, world, violation| {
+        let first = &mut workers[0];
+        if first.found.is_none() && matches!(visited.visit(key_of(sim, &world), bits, 0), Visit::New) {
+            let id = first.record(ROOT, root);
+            match first.tally.examine(sim, &world, 0, violation) {
+                Some(v) => first.found = Some((id, v)),
+                None => level.push((world, id)),
+            }
+        }
+        root += 1;
+    });
+    let mut depth = 0;
+    loop {
+        let unique = workers.iter().map(|w| w.tally.unique).sum::<u64>();
+        if workers.iter().any(|w| w.found.is_some()) || level.is_empty() {
+            break;
+        }
+        if exp.poll(unique, level.len()) || exp.at_depth_bound(depth) {
+            break;
+        }
+        let stopped = {
+            let shared = Shared {
+                sim,
+                visited: &visited,
+                level: &level,
+                cursor: AtomicUsize::new(0),
+                stop: AtomicBool::new(false),
+                unique: AtomicU64::new(unique),
+                depth,
+            };
+            let (exp, progress) = (&exp, Mutex::new(()));
+            if threads == 1 {
+                expand_level(&shared, &mut workers[0], exp, &progress);
+            } else {
+                std::thread::scope(|scope| {
+                    for worker in &mut workers {
+                        let (shared, progress) = (&shared, &progress);
+                        scope.spawn(move || expand_level(shared, worker, exp, progress));
+                    }
+                });
+            }
+            shared.stop.load(Ordering::Relaxed)
+        };
+        level.clear();
+        for worker in &mut workers {
+            level.append(&mut worker.next);
+        }
+        depth += 1;
+        if stopped && workers.iter().all(|w| w.found.is_none()) {
+            break; // a bound or an interrupt stopped the level part-way; `poll` noted which
+        }
+    }
+    for worker in &workers {
+        exp.absorb(&worker.tally);
+    }
+    if let Some(omission) = visited.omission() {
+        exp.note_omission(omission);
+    }
+    let found = workers.iter_mut().find_map(|w| w.found.take());
+    let found: Option<Found> = found.map(|(id, violation)| {
+        let (root, ordinals) = path(&workers, id);
+        let (init_choices, steps) = exp.steps_from_ordinals(root, &ordinals);
+        (violation, init_choices, steps)
+    });
+    exp.finish(found)
+}
+
+/// Expands the worlds of the current level this worker takes, until the level is done or the
+/// search must stop.
+fn expand_level<P: Protocol>(
+    shared: &Shared<'_, P>,
+    worker: &mut Worker<P>,
+    exp: &Exploration<'_, '_, P>,
+    progress: &Mutex<()>,
+) {
+    let sim = shared.sim;
+    let depth = shared.depth as u32 + 1;
+    let bits = exp.options.fingerprint_bits;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let start = shared.cursor.fetch_add(CHUNK, Ordering::Relaxed);
+        if start >= shared.level.len() {
+            return;
+        }
+        let before = worker.tally.unique;
+        for (world, id) in &shared.level[start..(start + CHUNK).min(shared.level.len())] {
+            sim.successors(world, |mut s| {
+                if worker.found.is_some() {
+                    return;
+                }
+                worker.tally.transitions += 1;
+                if let Some(violation) = s.violation.take() {
+                    // A step that breaks a handler property is a finding even into a seen world.
+                    let step = worker.record(*id, s.ordinal);
+                    worker.found = Some((step, *violation));
+                    return;
+                }
+                let s = Keyed::new(sim, s);
+                if !matches!(shared.visited.visit(s.key, bits, depth), Visit::New) {
+                    return;
+                }
+                let child = worker.record(*id, s.ordinal);
+                let next = s.into_world();
+                match worker.tally.examine(sim, &next, depth as usize, None) {
+                    Some(v) => worker.found = Some((child, v)),
+                    None => worker.next.push((next, child)),
+                }
+            });
+            if worker.found.is_some() {
+                shared.stop.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+        let unique = shared.unique.fetch_add(worker.tally.unique - before, Ordering::Relaxed);
+        // One worker at a time polls the bounds, the interrupt and progress.
+        if let Ok(_guard) = progress.try_lock() {
+            let queue = shared.level.len().saturating_sub(start);
+            if exp.poll(unique, queue) {
+                shared.stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The initial world's index and the successor ordinals that lead to record `id`.
+fn path<P: Protocol>(workers: &[Worker<P>], mut id: RecordRef) -> (u32, Vec<u32>) {
+    let mut ordinals = Vec::new();
+    loop {
+        let worker = (id >> INDEX_BITS) as usize;
+        let index = (id & ((1 << INDEX_BITS) - 1)) as usize;
+        let (parent, ordinal) = unpack(workers[worker].records[index]);
+        if parent == ROOT {
+            ordinals.reverse();
+            return (ordinal, ordinals);
+        }
+        ordinals.push(ordinal);
+        id = parent;
+    }
+}

@@ -1,0 +1,210 @@
+//! Depth-first search, on one thread or many, with work stealing.
+//!
+//! Each worker keeps its own stack (a LIFO deque) of worlds to expand; an idle worker steals
+//! the oldest world of another's stack, which hands over a large subtree, so the threads stay
+//! busy without a level barrier (the asynchronous mode: no shortest-trace promise, no waiting).
+//! All workers share one visited set of fingerprints. A world carries its path as a shared
+//! linked list of successor ordinals, so a counterexample needs no parent records: memory is
+//! the visited set plus the stacks, which stay small in depth-first order.
+//!
+//! With a depth bound the search remembers each world's smallest depth instead, and re-opens a
+//! world reached again by a shorter path, so that every world within the bound is explored —
+//! the bounded answer does not depend on the order in which paths were tried.
+
+use super::seen::{key_of, lock, Keyed, Seen, Visit};
+use crate::exploration::{Exploration, Found, Tally};
+use crate::Report;
+use crossbeam_deque::{Steal, Stealer, Worker as Deque};
+use foretell_model::{Protocol, Simulator, StepViolation, World};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The path to a world: the successor ordinal from its parent's path, up to an initial world
+/// whose `ordinal` is its index among the initial worlds.
+struct Path {
+    parent: Option<Arc<Path>>,
+    ordinal: u32,
+    depth: u32,
+}
+
+impl Path {
+    fn child(self: &Arc<Self>, ordinal: u32) -> Arc<Path> {
+        Arc::new(Path { parent: Some(Arc::clone(self)), ordinal, depth: self.depth + 1 })
+    }
+
+    /// The initial world's index and the ordinals from it.
+    fn unwind(&self) -> (u32, Vec<u32>) {
+        let mut ordinals = Vec::with_capacity(self.depth as usize);
+        let mut at = self;
+        while let Some(parent) = &at.parent {
+            ordinals.push(at.ordinal);
+            at = parent;
+        }
+        ordinals.reverse();
+        (at.ordinal, ordinals)
+    }
+}
+
+type Item<P> = (World<P>, Arc<Path>);
+
+struct Shared<'a, 'm, 'o, P: Protocol> {
+    exp: &'a Exploration<'m, 'o, P>,
+    seen: Seen,
+    stealers: Vec<Stealer<Item<P>>>,
+    /// Worlds pushed and not yet expanded, on every stack: zero means the search is over.
+    pending: AtomicUsize,
+    stop: AtomicBool,
+    unique: AtomicU64,
+    found: Mutex<Option<(Arc<Path>, StepViolation)>>,
+}
+
+pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) -> Report {
+    let threads = threads.clamp(1, crate::engine::bfs::MAX_THREADS);
+    let sim = exp.sim;
+    let bits = exp.options.fingerprint_bits;
+    let seen = Seen::new(exp.options, exp.options.depth_max.is_some());
+    let deques: Vec<Deque<Item<P>>> = (0..threads).map(|_| Deque::new_lifo()).collect();
+    let properties = sim.model().properties().len();
+    let mut tallies: Vec<Tally> = (0..threads).map(|_| Tally::new(properties)).collect();
+    let mut roots_found = None;
+    let mut root = 0u32;
+    sim.initial_worlds(|_, world, violation| {
+        if roots_found.is_none() && matches!(seen.visit(key_of(sim, &world), bits, 0), Visit::New) {
+            let path = Arc::new(Path { parent: None, ordinal: root, depth: 0 });
+            match tallies[0].examine(sim, &world, 0, violation) {
+                Some(v) => roots_found = Some((path, v)),
+                None => deques[0].push((world, path)),
+            }
+        }
+        root += 1;
+    });
+    let shared = Shared {
+        exp: &exp,
+        stealers: deques.iter().map(Deque::stealer).collect(),
+        pending: AtomicUsize::new(deques[0].len()),
+        stop: AtomicBool::new(roots_found.is_some()),
+        unique: AtomicU64::new(tallies[0].unique),
+        found: Mutex::new(roots_found),
+        seen,
+    };
+    if threads == 1 {
+        let deque = deques.into_iter().next().expect("one deque");
+        work(&shared, 0, &deque, &mut tallies[0]);
+    } else {
+        std::thread::scope(|scope| {
+            for (index, (deque, tally)) in deques.into_iter().zip(tallies.iter_mut()).enumerate() {
+                let shared = &shared;
+                scope.spawn(move || work(shared, index, &deque, tally));
+            }
+        });
+    }
+    let found = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let omission = shared.seen.omission();
+    for tally in &tallies {
+        exp.absorb(tally);
+    }
+    if let Some(omission) = omission {
+        exp.note_omission(omission);
+    }
+    let found: Option<Found> = found.map(|(path, violation)| {
+        let (root, ordinals) = path.unwind();
+        let (init_choices, steps) = exp.steps_from_ordinals(root, &ordinals);
+        (violation, init_choices, steps)
+    });
+    exp.finish(found)
+}
+
+/// One worker: expands worlds from its own stack, steals when it is empty, and stops when no
+/// world is pending anywhere or the search must stop.
+fn work<P: Protocol>(
+    shared: &Shared<'_, '_, '_, P>,
+    index: usize,
+    deque: &Deque<Item<P>>,
+    tally: &mut Tally,
+) {
+    let exp = shared.exp;
+    let sim: Simulator<'_, P> = exp.sim;
+    let bits = exp.options.fingerprint_bits;
+    let mut since_poll = 0u32;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some((world, path)) = deque.pop().or_else(|| steal(shared, index)) else {
+            if shared.pending.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            std::thread::yield_now();
+            continue;
+        };
+        let depth = path.depth;
+        if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
+            exp.note_depth_cut();
+            shared.pending.fetch_sub(1, Ordering::AcqRel);
+            continue;
+        }
+        let before = tally.unique;
+        let mut found = None;
+        let push = |item: Item<P>| {
+            // Counted before it can be stolen, so that `pending` never drops to zero early.
+            shared.pending.fetch_add(1, Ordering::AcqRel);
+            deque.push(item);
+        };
+        sim.successors(&world, |mut s| {
+            if found.is_some() {
+                return;
+            }
+            tally.transitions += 1;
+            if let Some(violation) = s.violation.take() {
+                found = Some((path.child(s.ordinal), *violation));
+                return;
+            }
+            let s = Keyed::new(sim, s);
+            match shared.seen.visit(s.key, bits, depth + 1) {
+                Visit::Seen => {}
+                Visit::Reopened => {
+                    let child = path.child(s.ordinal);
+                    push((s.into_world(), child));
+                }
+                Visit::New => {
+                    let child = path.child(s.ordinal);
+                    let next = s.into_world();
+                    match tally.examine(sim, &next, depth as usize + 1, None) {
+                        Some(v) => found = Some((child, v)),
+                        None => push((next, child)),
+                    }
+                }
+            }
+        });
+        shared.pending.fetch_sub(1, Ordering::AcqRel);
+        if let Some(found) = found {
+            lock(&shared.found).get_or_insert(found);
+            shared.stop.store(true, Ordering::Relaxed);
+            return;
+        }
+        let unique = shared.unique.fetch_add(tally.unique - before, Ordering::Relaxed);
+        since_poll += 1;
+        if since_poll >= 256 {
+            since_poll = 0;
+            if exp.poll(unique, deque.len()) {
+                shared.stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Takes the oldest world from another worker's stack.
+fn steal<P: Protocol>(shared: &Shared<'_, '_, '_, P>, me: usize) -> Option<Item<P>> {
+    let n = shared.stealers.len();
+    for offset in 1..n {
+        let victim = &shared.stealers[(me + offset) % n];
+        loop {
+            match victim.steal() {
+                Steal::Success(item) => return Some(item),
+                Steal::Empty => break,
+                Steal::Retry => continue,
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,115 @@
+//! The visited set of the stateful engines, whichever way it stores worlds: 64-bit
+//! fingerprints in a [`FingerprintSet`] (exact, compacted or bitstate), full 128-bit
+//! fingerprints, or, for a depth-bounded depth-first search, each world's smallest depth.
+//! Under a declared symmetry a world is stored under its orbit's canonical fingerprint, so
+//! the counts are those of orbits, the same in any order and on any thread count.
+
+use crate::fingerprint_set::FingerprintSet;
+use crate::{CheckOptions, FingerprintBits};
+use foretell_model::{Fingerprint, Protocol, Simulator, Successor, World};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::hash_map::Entry;
+use std::sync::{Mutex, MutexGuard};
+
+/// Which worlds were seen: fingerprints only, or (with a depth bound) each one's smallest
+/// depth.
+pub(crate) enum Seen {
+    Set(FingerprintSet),
+    Wide(Mutex<FxHashSet<u128>>),
+    Depths(Mutex<FxHashMap<u128, u32>>),
+}
+
+/// What [`Seen::visit`] found.
+pub(crate) enum Visit {
+    /// A world never seen: count it, check it, expand it.
+    New,
+    /// A world seen before only at a greater depth: expand it again (depth bound only).
+    Reopened,
+    /// Nothing to do.
+    Seen,
+}
+
+impl Seen {
+    /// The set `options` ask for; `depths` keeps each world's smallest depth (for a depth-bounded
+    /// search whose order is not breadth-first).
+    pub(crate) fn new(options: &CheckOptions, depths: bool) -> Self {
+        match (depths, options.fingerprint_bits) {
+            (true, _) => Seen::Depths(Mutex::default()),
+            (false, FingerprintBits::B128) => Seen::Wide(Mutex::default()),
+            (false, FingerprintBits::B64) => Seen::Set(FingerprintSet::new(options.memory.mode())),
+        }
+    }
+
+    /// For a lossy set, its estimate of the worlds it may have missed.
+    pub(crate) fn omission(&self) -> Option<crate::Omission> {
+        match self {
+            Seen::Set(set) => set
+                .omission()
+                .map(|o| crate::Omission { per_state: o.per_state, expected_missed: o.expected_missed }),
+            Seen::Wide(_) | Seen::Depths(_) => None,
+        }
+    }
+
+    pub(crate) fn visit(&self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
+        let key = match bits {
+            FingerprintBits::B64 => u128::from(fingerprint.short()),
+            FingerprintBits::B128 => fingerprint.0,
+        };
+        let new = match self {
+            Seen::Set(set) => set.insert(fingerprint.short()),
+            Seen::Wide(set) => lock(set).insert(key),
+            Seen::Depths(map) => match lock(map).entry(key) {
+                Entry::Vacant(entry) => {
+                    entry.insert(depth);
+                    true
+                }
+                Entry::Occupied(mut entry) if *entry.get() > depth => {
+                    entry.insert(depth);
+                    return Visit::Reopened;
+                }
+                Entry::Occupied(_) => false,
+            },
+        };
+        if new {
+            Visit::New
+        } else {
+            Visit::Seen
+        }
+    }
+}
+
+/// Locks `mutex`, ignoring poisoning: the sets stay consistent whatever a panicking thread did.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A successor on its way to the visited set, with the key it is stored under: the canonical
+/// fingerprint of its orbit when the model declares a symmetry (which needs the world built),
+/// otherwise the fingerprint the simulator computed without building it.
+pub(crate) struct Keyed<'w, P: Protocol> {
+    pub(crate) key: Fingerprint,
+    pub(crate) ordinal: u32,
+    successor: Result<World<P>, Successor<'w, P>>,
+}
+
+impl<'w, P: Protocol> Keyed<'w, P> {
+    pub(crate) fn new(sim: Simulator<'_, P>, successor: Successor<'w, P>) -> Self {
+        let ordinal = successor.ordinal;
+        match sim.model().symmetry_ref() {
+            Some(symmetry) => {
+                let world = successor.into_world();
+                Keyed { key: symmetry.canonical_fingerprint(&world), ordinal, successor: Ok(world) }
+            }
+            None => Keyed { key: successor.fingerprint(), ordinal, successor: Err(successor) },
+        }
+    }
+
+    pub(crate) fn into_world(self) -> World<P> {
+        self.successor.unwrap_or_else(Successor::into_world)
+    }
+}
+
+/// The key `world` is stored under (see [`Keyed`]).
+pub(crate) fn key_of<P: Protocol>(sim: Simulator<'_, P>, world: &World<P>) -> Fingerprint {
+    sim.model().symmetry_ref().map_or(world.fingerprint(), |symmetry| symmetry.canonical_fingerprint(world))
+}
