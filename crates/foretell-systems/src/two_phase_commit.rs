@@ -309,9 +309,15 @@ mod tests {
                 for threads in [1, 2] {
                     let bfs = Check::bfs(&model).threads(threads).run();
                     bfs.assert_holds("consistent");
-                    assert_eq!(bfs.stats.unique_states, expected, "bfs, {rms} RMs, {threads} threads, run {run}");
+                    assert_eq!(
+                        bfs.stats.unique_states, expected,
+                        "bfs, {rms} RMs, {threads} threads, run {run}"
+                    );
                     let dfs = Check::dfs(&model).threads(threads).run();
-                    assert_eq!(dfs.stats.unique_states, expected, "dfs, {rms} RMs, {threads} threads, run {run}");
+                    assert_eq!(
+                        dfs.stats.unique_states, expected,
+                        "dfs, {rms} RMs, {threads} threads, run {run}"
+                    );
                 }
             }
         }
