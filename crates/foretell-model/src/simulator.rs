@@ -103,7 +103,7 @@ impl<P: Protocol> Change<P> {
         }
         let world = World {
             nodes,
-            network: self.network.unwrap_or_else(|| parent.network.clone()),
+            network: self.network.map_or_else(|| Arc::clone(&parent.network), Arc::new),
             pending: self.pending,
             faults_used: self.faults_used,
             fingerprint: self.fingerprint,
@@ -397,7 +397,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let pending = low_bits(model.input_driver().once.len());
         let mut world = World {
             nodes,
-            network,
+            network: Arc::new(network),
             pending,
             faults_used: FaultsUsed::default(),
             fingerprint: Default::default(),
@@ -414,7 +414,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     ) -> (World<P>, Vec<usize>, Option<StepViolation>, Vec<String>) {
         let world = World {
             nodes: Vec::new(),
-            network: Network::new(self.model.network_kind()),
+            network: Arc::new(Network::new(self.model.network_kind())),
             pending: 0,
             faults_used: FaultsUsed::default(),
             fingerprint: Default::default(),
@@ -637,27 +637,27 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let mut network = None;
         let (node, call) = match action {
             Action::Drop(i) => {
-                let mut next = world.network.clone();
+                let mut next = (*world.network).clone();
                 next.drop_message(i as usize);
                 faults.drops += u32::from(budget.drops.counted());
                 return (self.network_effect(world, next, faults, event), false);
             }
             Action::Duplicate(i) => {
-                let mut next = world.network.clone();
+                let mut next = (*world.network).clone();
                 next.duplicate(i as usize);
                 faults.duplicates += u32::from(budget.duplicates.counted());
                 return (self.network_effect(world, next, faults, event), false);
             }
             Action::Deliver(i) => {
                 let envelope = if world.network.kind().consumes() {
-                    network.insert(world.network.clone()).deliver(i as usize)
+                    network.insert((*world.network).clone()).deliver(i as usize)
                 } else {
                     Arc::clone(&world.network.messages()[i as usize])
                 };
                 (envelope.to, Call::Message(envelope.from, envelope))
             }
             Action::TransportError(i) => {
-                let (node, peer) = network.insert(world.network.clone()).take_error(i as usize);
+                let (node, peer) = network.insert((*world.network).clone()).take_error(i as usize);
                 (node, Call::TransportError(peer))
             }
             Action::Timer(node, t) => {
@@ -676,7 +676,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             Action::Reset(node) => {
                 faults.resets += u32::from(budget.resets.counted());
                 if world.network.kind() == NetworkKind::FifoChannels {
-                    network.insert(world.network.clone()).reset(node);
+                    network.insert((*world.network).clone()).reset(node);
                 }
                 (node, Call::Restart)
             }
@@ -764,7 +764,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             if network.is_none() && world.network.holds(&envelope) {
                 continue; // a grow-only network has it already
             }
-            network.get_or_insert_with(|| world.network.clone()).send(envelope);
+            network.get_or_insert_with(|| (*world.network).clone()).send(envelope);
         }
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
         if !node_changed && network.is_none() && pending == world.pending && faults_used == world.faults_used

@@ -51,7 +51,8 @@ pub(crate) fn rest_term(pending: u64, faults: FaultsUsed) -> u128 {
 /// A global state of a model.
 pub struct World<P: Protocol> {
     pub(crate) nodes: Vec<Arc<NodeSlot<P>>>,
-    pub(crate) network: Network<P::Msg>,
+    /// Shared between worlds until a step changes it (most steps only touch a node).
+    pub(crate) network: Arc<Network<P::Msg>>,
     /// Bit `i` is set while one-shot input `i` of the driver has not been given.
     pub(crate) pending: u64,
     pub(crate) faults_used: FaultsUsed,
