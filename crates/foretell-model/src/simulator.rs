@@ -96,7 +96,7 @@ struct Change<P: Protocol> {
 }
 
 impl<P: Protocol> Change<P> {
-    fn apply(self: Box<Self>, parent: &World<P>) -> World<P> {
+    fn apply(self, parent: &World<P>) -> World<P> {
         let mut nodes = parent.nodes.clone();
         if let Some((index, slot)) = self.node {
             nodes[index] = Arc::new(slot);
@@ -150,7 +150,7 @@ impl<P: Protocol> Successor<'_, P> {
     /// Builds the next world.
     pub fn into_world(self) -> World<P> {
         match self.change {
-            Some(change) => change.apply(self.parent),
+            Some(change) => (*change).apply(self.parent),
             None => self.parent.clone(),
         }
     }
@@ -571,7 +571,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     ) -> StepOutcome<P> {
         let effect = self.effect(world, action, chooser, record);
         let next = match effect.change {
-            Some(change) => change.apply(world),
+            Some(change) => (*change).apply(world),
             None => world.clone(),
         };
         StepOutcome {
