@@ -245,3 +245,53 @@ fn drops_and_duplicates_are_budgeted_faults() {
     let violation = Check::bfs(&duplicating).run().assert_violated("one token").trace.clone();
     assert_eq!(violation.steps.last().unwrap().event["kind"], "duplicate");
 }
+
+/// Node 0 announces itself on a grow-only network without changing its own state; node 1
+/// counts the announcements it hears (up to two).
+struct Announce;
+
+impl Protocol for Announce {
+    type State = u8;
+    type Msg = ();
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u8 {
+        0
+    }
+
+    fn on_message(&self, _: NodeId, heard: &mut u8, _: NodeId, _: &(), _: &mut Out<'_, Self>) {
+        *heard = (*heard + 1).min(2);
+    }
+
+    fn on_input(&self, _: NodeId, _: &mut u8, _: &(), out: &mut Out<'_, Self>) {
+        out.send(NodeId(1), ());
+    }
+}
+
+/// A step that changes nothing in one world (the announcement is already in the grow-only
+/// network) changes the world elsewhere (before it was sent): the simulator's no-op memo must
+/// not carry the first answer over to the second, whatever order the worlds are met in.
+#[test]
+fn a_send_that_changes_nothing_here_still_changes_the_world_elsewhere() {
+    let model = Model::new(Announce)
+        .nodes(2)
+        .network(NetworkKind::GrowOnly)
+        .driver(Driver::new().spontaneous(NodeId(0), ()));
+    let sim = Simulator::new(&model).unwrap();
+    let mut initial = None;
+    sim.initial_worlds(|_, world, _| initial = Some(world));
+    let initial = initial.unwrap();
+    let announce = Action::Spontaneous(0);
+    let sent = sim.step(&initial, announce, &mut FixedChoices::new(&[]), false).world;
+    assert_ne!(sent.fingerprint(), initial.fingerprint());
+    let again = sim.step(&sent, announce, &mut FixedChoices::new(&[]), false).world;
+    assert_eq!(again.fingerprint(), sent.fingerprint(), "announcing twice changes nothing");
+    let first_again = sim.step(&initial, announce, &mut FixedChoices::new(&[]), false).world;
+    assert_eq!(first_again.fingerprint(), sent.fingerprint(), "the first announcement still sends");
+    for engine in EngineKind::ALL {
+        let options = foretell_check::CheckOptions { engine, ..Default::default() };
+        let report = foretell_check::DynModel::check(&model, &options).unwrap();
+        assert_eq!(report.stats.unique_states, 4, "{engine}: initial, sent, heard once, heard twice");
+    }
+}
