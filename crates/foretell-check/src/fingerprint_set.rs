@@ -37,9 +37,6 @@
 //!   double hashing, `h1 + i·h2 mod m` with `h2` odd, which Kirsch and Mitzenmacher ("Less
 //!   hashing, same performance", ESA 2006) show costs nothing in false-positive rate.
 
-// The stateful engines wire the set in next; until then only the tests use it.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
@@ -137,7 +134,7 @@ impl FingerprintSet {
     }
 
     /// [`FingerprintSet::insert`] for a single owner: no locks and no atomic operations.
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn insert_mut(&mut self, fp: u64) -> bool {
         match &mut self.store {
             Store::Exact(set) => set.insert_mut(fp),
@@ -148,6 +145,7 @@ impl FingerprintSet {
 
     /// Whether `fp` would be reported as seen. Exact for [`MemoryMode::Exact`]; the lossy modes
     /// never answer `false` for an inserted fingerprint but may answer `true` for another.
+    #[cfg(test)]
     pub(crate) fn contains(&self, fp: u64) -> bool {
         match &self.store {
             Store::Exact(set) => set.contains(fp),
@@ -206,10 +204,12 @@ trait Key: Copy + Eq {
     /// shard's.
     fn home(self, shift: u32) -> usize;
 
-    /// Whether `bucket` holds `key`, and how many of its slots are used. Written per type so
-    /// that it compiles without data-dependent branches: a branch on which slot matched is
-    /// mispredicted about every other time on a seen state, and each misprediction stalls the
-    /// processor on the cache miss that feeds it instead of overlapping it with the next insert.
+    /// Whether `bucket` holds `key`, and how many of its slots are used.
+    ///
+    /// Written per type so that it compiles without a branch per slot: a branch on which slot
+    /// matched is mispredicted at about every other seen state, and each misprediction stalls
+    /// the processor on the cache miss that feeds it, where it could overlap that miss with the
+    /// next insert's.
     fn scan(bucket: &[Self], key: Self) -> (bool, usize);
 }
 
@@ -254,7 +254,7 @@ impl Key for u32 {
         (self >> shift) as usize
     }
 
-    /// "Any slot equals" of 32-bit words becomes vector compares and one branch.
+    /// "Any slot equals" of 32-bit words becomes vector compares, a mask and one branch.
     #[inline(always)]
     fn scan(bucket: &[u32], key: u32) -> (bool, usize) {
         let (mut found, mut used) = (false, 0);
@@ -359,6 +359,7 @@ impl<K: Key> Table<K> {
     }
 
     /// Whether `key` is in the table.
+    #[cfg(test)]
     fn contains(&self, key: K) -> bool {
         if key == K::EMPTY {
             return self.empty_key;
@@ -465,6 +466,7 @@ impl<K: Key> Sharded<K> {
     }
 
     /// [`FingerprintSet::insert_mut`].
+    #[cfg(test)]
     #[inline(always)]
     fn insert_mut(&mut self, fp: u64) -> bool {
         let shard = &mut self.shards[Self::shard(fp)];
@@ -477,6 +479,7 @@ impl<K: Key> Sharded<K> {
     }
 
     /// [`FingerprintSet::contains`].
+    #[cfg(test)]
     fn contains(&self, fp: u64) -> bool {
         let table = self.shards[Self::shard(fp)].table.lock().unwrap_or_else(PoisonError::into_inner);
         table.contains(K::of(fp))
@@ -582,6 +585,7 @@ impl Bloom {
     }
 
     /// [`FingerprintSet::insert_mut`].
+    #[cfg(test)]
     #[inline]
     fn insert_mut(&mut self, fp: u64) -> bool {
         let mut fresh = 0;
@@ -603,6 +607,7 @@ impl Bloom {
     }
 
     /// [`FingerprintSet::contains`].
+    #[cfg(test)]
     fn contains(&self, fp: u64) -> bool {
         self.positions(fp)
             .all(|position| self.words[(position >> 6) as usize].load(Relaxed) & (1 << (position & 63)) != 0)

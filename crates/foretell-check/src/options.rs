@@ -103,7 +103,7 @@ impl FromStr for Memory {
             (Some("bitstate"), size, hashes, None) => {
                 let bytes = size.map_or(Ok(256 << 20), parse_bytes)?;
                 let hashes = match hashes {
-                    None => 3,
+                    None => crate::fingerprint_set::MemoryMode::DEFAULT_HASHES,
                     Some(h) => h
                         .parse()
                         .ok()

@@ -119,6 +119,8 @@ pub struct Stats {
     pub transitions: u64,
     /// The deepest world found, in steps from an initial world.
     pub max_depth: usize,
+    /// Bytes held by the visited set at the end (0 for the stateless engine's map).
+    pub visited_bytes: u64,
     /// Wall-clock seconds.
     pub seconds: f64,
 }
@@ -228,6 +230,9 @@ impl fmt::Display for Report {
             s.seconds,
             s.states_per_second()
         );
+        if s.visited_bytes > 0 {
+            let _ = write!(text, ", visited set {:.1} MiB", s.visited_bytes as f64 / (1 << 20) as f64);
+        }
         if let Some(o) = &self.omission {
             let _ = write!(
                 text,

@@ -141,6 +141,8 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     if let Some(omission) = visited.omission() {
         exp.note_omission(omission);
     }
+    exp.stats.visited_bytes = visited.bytes();
+    debug_assert_eq!(exp.stats.unique_states, visited.len(), "every new world is counted once");
     let found = workers.iter_mut().find_map(|w| w.found.take());
     let found: Option<Found> = found.map(|(id, violation)| {
         let (root, ordinals) = path(&workers, id);

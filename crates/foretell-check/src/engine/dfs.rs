@@ -100,12 +100,16 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     }
     let found = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
     let omission = shared.seen.omission();
+    let (visited_bytes, visited_len) = (shared.seen.bytes(), shared.seen.len());
     for tally in &tallies {
         exp.absorb(tally);
     }
     if let Some(omission) = omission {
         exp.note_omission(omission);
     }
+    exp.stats.visited_bytes = visited_bytes;
+    // With a depth bound, re-opened worlds are not new; every new one is counted once.
+    debug_assert_eq!(exp.stats.unique_states, visited_len, "every new world is counted once");
     let found: Option<Found> = found.map(|(path, violation)| {
         let (root, ordinals) = path.unwind();
         let (init_choices, steps) = exp.steps_from_ordinals(root, &ordinals);

@@ -40,6 +40,24 @@ impl Seen {
         }
     }
 
+    /// Worlds inserted as new.
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Seen::Set(set) => set.len(),
+            Seen::Wide(set) => lock(set).len() as u64,
+            Seen::Depths(map) => lock(map).len() as u64,
+        }
+    }
+
+    /// Heap bytes the set holds (for the hash maps, an estimate from their capacity).
+    pub(crate) fn bytes(&self) -> u64 {
+        match self {
+            Seen::Set(set) => set.bytes(),
+            Seen::Wide(set) => lock(set).capacity() as u64 * 17,
+            Seen::Depths(map) => lock(map).capacity() as u64 * 21,
+        }
+    }
+
     /// For a lossy set, its estimate of the worlds it may have missed.
     pub(crate) fn omission(&self) -> Option<crate::Omission> {
         match self {
