@@ -585,20 +585,40 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// What `action` does to `world`, with the next fingerprint computed from the changed
     /// parts only.
     fn effect(&self, world: &World<P>, action: Action, chooser: &mut dyn Chooser, record: bool) -> Effect<P> {
-        let memo_key = if record { None } else { self.noop_key(world, action) };
-        if let Some(key) = memo_key {
-            if NOOPS.with(|memo| memo.borrow().contains(self.id, key)) {
-                return Effect { change: None, choices: Vec::new(), violation: None, record: None };
-            }
+        if record {
+            return self.run_effect(world, action, chooser, true).0;
         }
-        let (effect, memoizable) = self.run_effect(world, action, chooser, record);
-        if let Some(key) = memo_key {
+        NOOPS.with(|memo| match memo.try_borrow_mut() {
+            Ok(mut memo) => {
+                let key = self.noop_key(world, action);
+                if key.is_some_and(|key| memo.contains(self.id, key)) {
+                    return Effect { change: None, choices: Vec::new(), violation: None, record: None };
+                }
+                self.memoized_effect(world, action, key, chooser, &mut memo)
+            }
+            // A handler that explores a model of its own re-enters here: no memo for it.
+            Err(_) => self.run_effect(world, action, chooser, false).0,
+        })
+    }
+
+    /// The effect of `action` (whose memo key is `key`, not a known no-op), remembered in
+    /// `memo` when it turns out to be a no-op.
+    fn memoized_effect(
+        &self,
+        world: &World<P>,
+        action: Action,
+        key: Option<(u128, u64)>,
+        chooser: &mut dyn Chooser,
+        memo: &mut NoopMemo,
+    ) -> Effect<P> {
+        let (effect, memoizable) = self.run_effect(world, action, chooser, false);
+        if let Some(key) = key {
             if memoizable
                 && effect.change.is_none()
                 && effect.violation.is_none()
                 && effect.choices.is_empty()
             {
-                NOOPS.with(|memo| memo.borrow_mut().insert(self.id, key));
+                memo.insert(self.id, key);
             }
         }
         effect
@@ -792,12 +812,17 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// Runs every step of `world` in canonical order — each enabled action with each of its
     /// choice vectors — numbering them with ordinals.
     fn each_step(&self, world: &World<P>, mut each: impl FnMut(u32, Action, Effect<P>) -> bool) {
-        ACTIONS.with(|buffer| {
-            // A handler that explores a model of its own re-enters here; give it a new buffer.
-            match buffer.try_borrow_mut() {
-                Ok(mut actions) => self.each_step_with(world, &mut actions, &mut each),
-                Err(_) => self.each_step_with(world, &mut Vec::new(), &mut each),
-            }
+        ACTIONS.with(|actions| {
+            NOOPS.with(|memo| {
+                // A handler that explores a model of its own re-enters here; give it fresh
+                // buffers and no memo.
+                match (actions.try_borrow_mut(), memo.try_borrow_mut()) {
+                    (Ok(mut actions), Ok(mut memo)) => {
+                        self.each_step_with(world, &mut actions, Some(&mut memo), &mut each)
+                    }
+                    _ => self.each_step_with(world, &mut Vec::new(), None, &mut each),
+                }
+            })
         });
     }
 
@@ -805,6 +830,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         &self,
         world: &World<P>,
         actions: &mut Vec<Action>,
+        mut memo: Option<&mut NoopMemo>,
         each: &mut impl FnMut(u32, Action, Effect<P>) -> bool,
     ) {
         self.actions(world, actions);
@@ -812,7 +838,18 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let mut ordinal = 0u32;
         for &action in actions.iter() {
             loop {
-                let effect = self.effect(world, action, &mut odometer, false);
+                let effect = match memo.as_deref_mut() {
+                    Some(memo) => {
+                        // A known no-op is no successor: skip it without building an effect.
+                        let key = self.noop_key(world, action);
+                        if key.is_some_and(|key| memo.contains(self.id, key)) {
+                            ordinal += 1;
+                            break;
+                        }
+                        self.memoized_effect(world, action, key, &mut odometer, memo)
+                    }
+                    None => self.run_effect(world, action, &mut odometer, false).0,
+                };
                 if !each(ordinal, action, effect) {
                     return;
                 }
