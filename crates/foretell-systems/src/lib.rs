@@ -3,6 +3,7 @@
 
 #![deny(missing_docs)]
 
+pub mod actor_paxos;
 pub mod paxos;
 pub mod paxos_tla;
 mod registry;

@@ -153,7 +153,12 @@ impl Settings {
 
 /// Every registered system.
 pub fn systems() -> Vec<System> {
-    vec![crate::two_phase_commit::system(), crate::paxos_tla::system(), crate::paxos::system()]
+    vec![
+        crate::two_phase_commit::system(),
+        crate::paxos_tla::system(),
+        crate::paxos::system(),
+        crate::actor_paxos::system(),
+    ]
 }
 
 /// The system named `name`.

@@ -1,0 +1,201 @@
+//! One measured check: a model of one of the three families, in one tool, with one engine and
+//! thread count, timed by the wall clock around the check call alone.
+
+use foretell_check::Check;
+use foretell_model::Protocol;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::hash::Hash;
+use std::str::FromStr;
+use std::time::Instant;
+
+/// A model checker under comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// foretell, through [`foretell_check::Check`].
+    Foretell,
+    /// Stateright 0.31, through its `CheckerBuilder`.
+    Stateright,
+}
+
+/// A search order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// Breadth-first.
+    Bfs,
+    /// Depth-first.
+    Dfs,
+}
+
+/// A family of models, as named on the command line (`--model`, `--only`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Two-phase commit (TLA+'s `TwoPhase`); the size is the number of resource managers.
+    TwoPhase,
+    /// Lamport's `Paxos.tla` with 3 acceptors and 2 values; the size is the highest ballot.
+    PaxosTla,
+    /// Stateright's actor Paxos with 3 servers; the size is the number of clients.
+    ActorPaxos,
+}
+
+/// A model: a family and its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Spec {
+    /// The family.
+    pub family: Family,
+    /// Its size parameter (resource managers, highest ballot, or clients).
+    pub size: usize,
+}
+
+/// The outcome of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Distinct states, the initial one included.
+    pub states: u64,
+    /// Wall-clock seconds of the check call.
+    pub seconds: f64,
+    /// The process's peak resident set size in bytes (`VmHWM`), when measured in a child
+    /// process of its own.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+macro_rules! names {
+    ($type:ty { $($variant:ident = $name:literal),* }) => {
+        impl $type {
+            /// Every value, in order.
+            pub const ALL: &'static [$type] = &[$(<$type>::$variant),*];
+
+            /// The command-line name.
+            pub fn name(self) -> &'static str {
+                match self { $(<$type>::$variant => $name),* }
+            }
+        }
+
+        impl fmt::Display for $type {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.pad(self.name())
+            }
+        }
+
+        impl FromStr for $type {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                Self::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
+                    let known: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
+                    format!("unknown {s:?} (known: {})", known.join(", "))
+                })
+            }
+        }
+    };
+}
+
+names!(Tool { Foretell = "foretell", Stateright = "stateright" });
+names!(Engine { Bfs = "bfs", Dfs = "dfs" });
+names!(Family { TwoPhase = "2pc", PaxosTla = "paxos-tla", ActorPaxos = "actor-paxos" });
+
+impl fmt::Display for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.family {
+            Family::TwoPhase => write!(f, "2pc N={}", self.size),
+            Family::PaxosTla => write!(f, "paxos-tla ballots 0..{}", self.size),
+            Family::ActorPaxos => write!(f, "actor-paxos C={}", self.size),
+        }
+    }
+}
+
+impl Spec {
+    /// The distinct-state count published for this model (TLC's for the TLA+ specs, Stateright's
+    /// for its actor Paxos), where known.
+    pub fn published_states(self) -> Option<u64> {
+        let known: &[(usize, u64)] = match self.family {
+            Family::TwoPhase => &[
+                (3, 288),
+                (4, 1_568),
+                (5, 8_832),
+                (6, 50_816),
+                (7, 296_448),
+                (8, 1_745_408),
+                (9, 10_340_352),
+            ],
+            Family::PaxosTla => &[(1, 3_921), (2, 185_369)],
+            Family::ActorPaxos => &[(1, 265), (2, 16_668), (3, 1_194_428)],
+        };
+        known.iter().find(|(size, _)| *size == self.size).map(|(_, states)| *states)
+    }
+}
+
+/// Checks `spec` with `tool`, `engine` and `threads` worker threads (at least 1), in this
+/// process.
+pub fn run(tool: Tool, spec: Spec, engine: Engine, threads: usize) -> Measurement {
+    match tool {
+        Tool::Foretell => run_foretell(spec, engine, threads),
+        Tool::Stateright => run_stateright(spec, engine, threads),
+    }
+}
+
+fn run_foretell(spec: Spec, engine: Engine, threads: usize) -> Measurement {
+    use foretell_systems::{actor_paxos, paxos_tla, two_phase_commit};
+    match spec.family {
+        Family::TwoPhase => check_foretell(&two_phase_commit::model(spec.size, false), engine, threads),
+        Family::PaxosTla => {
+            let config = paxos_tla::Config { ballots: spec.size, ..paxos_tla::Config::default() };
+            check_foretell(&paxos_tla::model(&config), engine, threads)
+        }
+        Family::ActorPaxos => check_foretell(&actor_paxos::model(spec.size), engine, threads),
+    }
+}
+
+fn check_foretell<P: Protocol>(
+    model: &foretell_model::Model<P>,
+    engine: Engine,
+    threads: usize,
+) -> Measurement {
+    let check = match engine {
+        Engine::Bfs => Check::bfs(model),
+        Engine::Dfs => Check::dfs(model),
+    }
+    .threads(threads);
+    let start = Instant::now();
+    let report = check.run();
+    let seconds = start.elapsed().as_secs_f64();
+    assert!(report.completion.is_complete(), "foretell did not finish: {:?}", report.completion);
+    Measurement { states: report.stats.unique_states, seconds, peak_rss_bytes: None }
+}
+
+fn run_stateright(spec: Spec, engine: Engine, threads: usize) -> Measurement {
+    use crate::stateright_models::{actor_paxos, paxos_tla, two_phase};
+    match spec.family {
+        Family::TwoPhase => check_stateright(two_phase::TwoPhase { rms: spec.size }, engine, threads),
+        Family::PaxosTla => {
+            let model = paxos_tla::PaxosTla { acceptors: 3, ballots: spec.size, values: 2 };
+            check_stateright(model, engine, threads)
+        }
+        Family::ActorPaxos => check_stateright(actor_paxos::model(spec.size), engine, threads),
+    }
+}
+
+fn check_stateright<M>(model: M, engine: Engine, threads: usize) -> Measurement
+where
+    M: stateright::Model + Send + Sync + 'static,
+    M::State: Hash + Send + Sync + Clone + PartialEq + 'static,
+    M::Action: Clone + PartialEq,
+{
+    use stateright::Checker;
+    let builder = model.checker().threads(threads);
+    let start = Instant::now();
+    let states = match engine {
+        Engine::Bfs => builder.spawn_bfs().join().unique_state_count(),
+        Engine::Dfs => builder.spawn_dfs().join().unique_state_count(),
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    Measurement { states: states as u64, seconds, peak_rss_bytes: None }
+}
+
+/// This process's peak resident set size in bytes, from `VmHWM` in `/proc/self/status`
+/// (`None` where that file does not exist).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
+}

@@ -1,0 +1,130 @@
+//! The benchmark's summary: one row per (model, engine, threads) with both tools' medians, and
+//! its Markdown rendering.
+
+use foretell_vs_stateright::measure::{Engine, Measurement, Spec};
+
+/// Every run of one tool in one configuration.
+#[derive(Clone, Debug, Default)]
+pub struct Samples(pub Vec<Measurement>);
+
+impl Samples {
+    /// The distinct-state count if every run found the same one.
+    pub fn states(&self) -> Option<u64> {
+        let first = self.0.first()?.states;
+        self.0.iter().all(|m| m.states == first).then_some(first)
+    }
+
+    /// The median of the runs' seconds.
+    pub fn median_seconds(&self) -> Option<f64> {
+        median(self.0.iter().map(|m| m.seconds).collect())
+    }
+
+    /// The median of the runs' peak resident set sizes, in MB.
+    pub fn median_peak_mb(&self) -> Option<f64> {
+        median(self.0.iter().filter_map(|m| m.peak_rss_bytes).map(|b| b as f64 / 1e6).collect())
+    }
+
+    /// Distinct states per second at the median time.
+    pub fn states_per_second(&self) -> Option<f64> {
+        Some(self.states()? as f64 / self.median_seconds()?)
+    }
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 })
+}
+
+/// One configuration's results in both tools.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The model.
+    pub spec: Spec,
+    /// The search order.
+    pub engine: Engine,
+    /// Worker threads.
+    pub threads: usize,
+    /// foretell's runs.
+    pub foretell: Samples,
+    /// Stateright's runs.
+    pub stateright: Samples,
+}
+
+impl Row {
+    /// Whether every run of both tools found the published distinct-state count.
+    pub fn counts_equal(&self) -> bool {
+        let expected = self.spec.published_states();
+        [&self.foretell, &self.stateright].iter().all(|s| s.0.iter().all(|m| Some(m.states) == expected))
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn or_na<T>(value: Option<T>, show: impl Fn(T) -> String) -> String {
+    value.map(show).unwrap_or_else(|| "n/a".into())
+}
+
+/// The Markdown table of `rows`.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| model | engine | threads | foretell states | stateright states | equal? | foretell median s \
+         | stateright median s | foretell states/s | stateright states/s | foretell peak MB \
+         | stateright peak MB | foretell/stateright states/s |\n\
+         | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for row in rows {
+        let (f, s) = (&row.foretell, &row.stateright);
+        let ratio = f.states_per_second().zip(s.states_per_second()).map(|(f, s)| f / s);
+        let cells = [
+            row.spec.to_string(),
+            row.engine.to_string(),
+            row.threads.to_string(),
+            or_na(f.states(), thousands),
+            or_na(s.states(), thousands),
+            if row.counts_equal() { "yes".into() } else { "**MISMATCH**".into() },
+            or_na(f.median_seconds(), |x| format!("{x:.3}")),
+            or_na(s.median_seconds(), |x| format!("{x:.3}")),
+            or_na(f.states_per_second(), |x| thousands(x.round() as u64)),
+            or_na(s.states_per_second(), |x| thousands(x.round() as u64)),
+            or_na(f.median_peak_mb(), |x| format!("{x:.1}")),
+            or_na(s.median_peak_mb(), |x| format!("{x:.1}")),
+            or_na(ratio, |x| format!("{x:.2}")),
+        ];
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(1_745_408), "1,745,408");
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+    }
+}
