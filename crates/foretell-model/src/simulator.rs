@@ -17,7 +17,6 @@ use crate::{
     Action, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
     Protocol, World,
 };
-use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -290,31 +289,47 @@ thread_local! {
 /// A handler is a deterministic function of its node's local state and the event (the
 /// simulator's replay already relies on that), so a step that once changed nothing, sent
 /// nothing, made no choice and did not read the network changes nothing whenever the same node
-/// slot meets the same event again. (Fields a protocol marks [`crate::Ignored`] are outside
-/// the slot hash; like state hashing, the memo assumes they do not change what a handler
-/// does.) Most steps of a typical search are such no-ops — an input
-/// the node ignores in its current phase, a grow-only message delivered again — and the memo
-/// answers them with one lookup instead of a state clone and a handler run.
-#[derive(Default)]
+/// slot meets the same event again. (Fields a protocol marks [`crate::Ignored`] are outside the
+/// slot hash; like state hashing, the memo assumes they do not change what a handler does.)
+/// Most steps of a typical search are such no-ops — an input the node ignores in its current
+/// phase, a grow-only message delivered again — and the memo answers them with one lookup
+/// instead of a state clone and a handler run.
+///
+/// The memo is a direct-mapped cache: a key lives in the one entry its bits pick, and a new
+/// key evicts an old one. A hit needs the whole key to match, so eviction only costs a handler
+/// run, never a wrong answer; the hot no-ops of a search stay.
 struct NoopMemo {
     simulator: u64,
-    keys: FxHashSet<(u128, u64)>,
+    entries: Box<[(u128, u64)]>,
+}
+
+impl Default for NoopMemo {
+    fn default() -> Self {
+        NoopMemo { simulator: u64::MAX, entries: Box::default() }
+    }
 }
 
 impl NoopMemo {
-    /// Entries kept before the memo starts afresh (about 40 MB per thread at most).
-    const CAPACITY: usize = 1 << 20;
+    /// Entries per thread (1.5 MiB).
+    const BITS: u32 = 16;
+    /// No real key: its event part has both tag bits set, which `noop_key` never produces.
+    const VACANT: (u128, u64) = (0, u64::MAX);
+
+    fn entry(key: (u128, u64)) -> usize {
+        let mixed = (key.0 as u64 ^ (key.0 >> 64) as u64 ^ key.1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> (64 - Self::BITS)) as usize
+    }
 
     fn contains(&self, simulator: u64, key: (u128, u64)) -> bool {
-        self.simulator == simulator && self.keys.contains(&key)
+        self.simulator == simulator && self.entries[Self::entry(key)] == key
     }
 
     fn insert(&mut self, simulator: u64, key: (u128, u64)) {
-        if self.simulator != simulator || self.keys.len() >= Self::CAPACITY {
-            self.keys.clear();
+        if self.simulator != simulator {
             self.simulator = simulator;
+            self.entries = vec![Self::VACANT; 1 << Self::BITS].into_boxed_slice();
         }
-        self.keys.insert(key);
+        self.entries[Self::entry(key)] = key;
     }
 }
 
