@@ -32,6 +32,7 @@ mod symmetry;
 mod trace;
 mod trace_text;
 mod world;
+mod world_bytes;
 
 pub use event::{Action, Event};
 pub use fingerprint::{Fingerprint, FingerprintHasher};
@@ -52,3 +53,4 @@ pub use trace::{
     TRACE_FORMAT, TRACE_VERSION,
 };
 pub use world::{NodeView, World};
+pub use world_bytes::{WorldBytesError, WorldDecoder};

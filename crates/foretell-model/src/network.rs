@@ -317,3 +317,25 @@ fn connection_term((a, b): (NodeId, NodeId)) -> u128 {
 fn pair_hash(a: NodeId, b: NodeId) -> u128 {
     u128::from(a.0) << 32 | u128::from(b.0)
 }
+
+// ---- Support for `crate::world_bytes` (world serialization for cluster mode). ----------------
+impl<M: Serialize> Network<M> {
+    /// The open connections as (lower node, higher node), sorted (`FifoChannels` only).
+    pub(crate) fn connections(&self) -> &[(NodeId, NodeId)] {
+        &self.connections
+    }
+
+    /// A network made of exactly these parts, its hash computed from scratch. The caller checks
+    /// that the parts are canonical (messages in the kind's order, errors and connections sorted).
+    pub(crate) fn from_parts(
+        kind: NetworkKind,
+        messages: Vec<Arc<Envelope<M>>>,
+        errors: Vec<(NodeId, NodeId)>,
+        connections: Vec<(NodeId, NodeId)>,
+    ) -> Self {
+        let mut network = Network { kind, messages, errors, connections, hash: 0 };
+        network.hash = network.compute_hash();
+        network
+    }
+}
+// ---- End of support for `crate::world_bytes`. -----------------------------------------------

@@ -4,9 +4,13 @@
 #![deny(missing_docs)]
 
 pub mod actor_paxos;
+#[cfg(feature = "cluster")]
+mod cluster_registry;
 pub mod paxos;
 pub mod paxos_tla;
 mod registry;
 pub mod two_phase_commit;
 
+#[cfg(feature = "cluster")]
+pub use cluster_registry::cluster_model;
 pub use registry::{find, systems, ConfigError, Param, Settings, System, Variant};

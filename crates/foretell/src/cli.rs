@@ -18,6 +18,8 @@ pub enum Command {
     List,
     /// Check a system exhaustively for safety violations.
     Check(CheckArgs),
+    #[cfg(feature = "cluster")]
+    Cluster(crate::cluster_cmd::ClusterArgs),
     /// Re-execute a trace file and report the first step that departs from it.
     Replay {
         /// The trace file.

@@ -17,6 +17,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::List => list(),
         Command::Check(args) => check(args),
         Command::Replay { file } => replay(&file),
+        #[cfg(feature = "cluster")]
+        Command::Cluster(args) => crate::cluster_cmd::run(args),
         Command::Bench { runs, large, threads } => {
             let threads: Vec<usize> = threads.into_iter().map(usize::from).collect();
             crate::bench::run(runs, large, &threads)

@@ -6,6 +6,8 @@
 
 mod bench;
 mod cli;
+#[cfg(feature = "cluster")]
+mod cluster_cmd;
 mod commands;
 
 use clap::Parser;

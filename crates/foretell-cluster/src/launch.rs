@@ -1,0 +1,370 @@
+//! Starting the workers of one process: connections to the other processes, timely's
+//! allocators, and one thread per worker.
+//!
+//! timely's own launcher (`timely::execute`) reads its flags from the command line (its `-h`
+//! would shadow clap's help) and wants a `'static` worker closure; this module builds the same
+//! allocators from a [`ClusterConfig`] and runs the workers on scoped threads, so that they can
+//! borrow the model. It also makes the TCP connections itself, instead of timely's
+//! `create_sockets`: retries are quick, the wait is bounded, nothing is printed to stdout, and
+//! every connection starts with a handshake that checks that both processes run the same
+//! model, options and cluster shape (`digest`) — a mismatch is an error, not a hang or a wrong
+//! answer. The handshake is not authentication: clusters belong on trusted networks only.
+//!
+//! A worker that fails raises a flag that the other workers of the process poll while they
+//! wait ([`wait_until`]); the process then exits, its connections close, and timely's
+//! communication threads in the other processes fail in turn, so a failure takes the whole
+//! cluster down rather than leaving it waiting.
+
+use crate::{ClusterConfig, ClusterError};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+use timely::communication::allocator::ProcessBuilder;
+use timely::communication::{Allocator, Hooks};
+use timely::worker::Worker;
+use timely::WorkerConfig;
+
+/// The longest a waiting worker parks before it checks the failure flag again.
+const PARK: Duration = Duration::from_millis(100);
+/// How often a process retries a connection or polls for incoming ones.
+const RETRY: Duration = Duration::from_millis(25);
+/// The handshake's first bytes.
+const MAGIC: &[u8; 8] = b"FORETELL";
+/// The handshake's version: change it whenever what travels between processes changes.
+const PROTOCOL: u32 = 1;
+
+/// What a worker can see of its process: the flag that says another local worker failed.
+pub(crate) struct Local<'a> {
+    failed: &'a AtomicBool,
+}
+
+/// Steps `worker` (parking when there is nothing to do) until `done`, or until another worker
+/// of this process fails.
+pub(crate) fn wait_until(
+    worker: &mut Worker,
+    local: &Local<'_>,
+    mut done: impl FnMut() -> bool,
+) -> Result<(), ClusterError> {
+    while !done() {
+        if local.failed.load(Ordering::Relaxed) {
+            return Err(echo());
+        }
+        worker.step_or_park(Some(PARK));
+    }
+    Ok(())
+}
+
+/// The error of a worker that stops because another worker of its process failed.
+fn echo() -> ClusterError {
+    ClusterError::Worker("another worker of this process failed".into())
+}
+
+/// Runs `work` on every worker of this process and returns their results in worker order.
+/// `digest` names the run (model, options, mode): every process must compute the same.
+pub(crate) fn run<T: Send>(
+    config: &ClusterConfig,
+    digest: u64,
+    work: impl Fn(&mut Worker, &Local<'_>) -> Result<T, ClusterError> + Sync,
+) -> Result<Vec<T>, ClusterError> {
+    let addresses = config.addresses()?;
+    let hooks = Hooks::default();
+    let process = ProcessBuilder::new_typed_vector(config.workers, hooks.refill.clone(), hooks.spill.clone());
+    let (builders, comms): (Vec<Builder>, _) = if config.processes == 1 {
+        (process.into_iter().map(Builder::Process).collect(), None)
+    } else {
+        let sockets = connect(config, &addresses, digest)?;
+        let (tcp, guard) =
+            initialize_networking_from_sockets(process, sockets, config.process_index, config.workers, hooks)
+                .map_err(|e| ClusterError::Network(format!("cannot start the communication threads: {e}")))?;
+        (tcp.into_iter().map(Builder::Tcp).collect(), Some(guard))
+    };
+    let failed = AtomicBool::new(false);
+    let results: Vec<Result<T, ClusterError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = builders
+            .into_iter()
+            .enumerate()
+            .map(|(i, builder)| {
+                let (work, failed) = (&work, &failed);
+                std::thread::Builder::new()
+                    .name(format!("foretell-cluster-{i}"))
+                    .spawn_scoped(scope, move || run_worker(builder, work, failed))
+                    .map_err(|e| {
+                        failed.store(true, Ordering::Relaxed);
+                        ClusterError::Worker(format!("cannot start a worker thread: {e}"))
+                    })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                let handle = handle?;
+                handle.join().unwrap_or_else(|panic| Err(worker_panic(&*panic)))
+            })
+            .collect()
+    });
+    let ok = results.iter().all(Result::is_ok);
+    if let Some(guard) = comms {
+        if ok {
+            // Joins the communication threads, which end once every process has finished; one
+            // that failed (a peer vanished at the very end) must not turn a result into a panic.
+            let _ = catch_unwind(AssertUnwindSafe(|| drop(guard)));
+        } else {
+            // The threads may wait on peers that will never finish: do not join them.
+            std::mem::forget(guard);
+        }
+    }
+    if ok {
+        return results.into_iter().collect();
+    }
+    // The first failure that is not a consequence of another worker's.
+    let errors = results.into_iter().filter_map(Result::err);
+    let (echoes, causes): (Vec<_>, Vec<_>) = errors.partition(|e| *e == echo());
+    Err(causes.into_iter().chain(echoes).next().expect("a failed run has an error"))
+}
+
+/// An allocator builder of either kind, moved into its worker's thread.
+enum Builder {
+    Process(ProcessBuilder),
+    Tcp(timely::communication::allocator::zero_copy::allocator::TcpBuilder),
+}
+
+fn run_worker<T>(
+    builder: Builder,
+    work: &(impl Fn(&mut Worker, &Local<'_>) -> Result<T, ClusterError> + Sync),
+    failed: &AtomicBool,
+) -> Result<T, ClusterError> {
+    let local = Local { failed };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let allocator = match builder {
+            Builder::Process(b) => Allocator::Process(b.build()),
+            Builder::Tcp(b) => Allocator::Tcp(b.build()),
+        };
+        let mut worker = Worker::new(WorkerConfig::default(), allocator, Some(Instant::now()));
+        let result = work(&mut worker, &local)?;
+        // Let the dataflows finish (every worker closes its inputs), so that no process exits
+        // while another still needs its messages.
+        while worker.has_dataflows() {
+            if local.failed.load(Ordering::Relaxed) {
+                return Err(echo());
+            }
+            worker.step_or_park(Some(PARK));
+        }
+        Ok(result)
+    }));
+    let result = outcome.unwrap_or_else(|panic| Err(worker_panic(&*panic)));
+    if result.is_err() {
+        failed.store(true, Ordering::Relaxed);
+    }
+    result
+}
+
+/// The error for a worker that panicked: a lost connection when timely's communication failed
+/// (its threads poison the queues the workers read), a failure of foretell otherwise.
+fn worker_panic(payload: &(dyn std::any::Any + Send)) -> ClusterError {
+    let text = if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".into()
+    };
+    if text.contains("MergeQueue poisoned") || text.contains("timely communication error") {
+        ClusterError::Network(format!(
+            "lost the connection to another process, which may have failed ({text})"
+        ))
+    } else {
+        ClusterError::Worker(text)
+    }
+}
+
+/// This process's view of the handshake: who it is and what it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hello {
+    processes: u32,
+    workers: u32,
+    index: u32,
+    digest: u64,
+}
+
+const HELLO_BYTES: usize = 8 + 4 + 4 + 4 + 4 + 8;
+
+impl Hello {
+    fn encode(self) -> [u8; HELLO_BYTES] {
+        let mut bytes = [0u8; HELLO_BYTES];
+        bytes[..8].copy_from_slice(MAGIC);
+        bytes[8..12].copy_from_slice(&PROTOCOL.to_le_bytes());
+        bytes[12..16].copy_from_slice(&self.processes.to_le_bytes());
+        bytes[16..20].copy_from_slice(&self.workers.to_le_bytes());
+        bytes[20..24].copy_from_slice(&self.index.to_le_bytes());
+        bytes[24..].copy_from_slice(&self.digest.to_le_bytes());
+        bytes
+    }
+
+    fn decode(bytes: &[u8; HELLO_BYTES]) -> Result<Hello, ClusterError> {
+        let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        if &bytes[..8] != MAGIC {
+            return Err(ClusterError::Network("a connection that is not a foretell cluster process".into()));
+        }
+        if word(8) != PROTOCOL {
+            return Err(ClusterError::Mismatch(format!(
+                "a peer speaks cluster protocol {}, this process {PROTOCOL} (different foretell versions)",
+                word(8)
+            )));
+        }
+        let mut digest = [0u8; 8];
+        digest.copy_from_slice(&bytes[24..]);
+        Ok(Hello {
+            processes: word(12),
+            workers: word(16),
+            index: word(20),
+            digest: u64::from_le_bytes(digest),
+        })
+    }
+
+    /// Checks a peer's hello against this process's; `expected` is the peer's index if known.
+    fn check_peer(self, peer: Hello, expected: Option<u32>) -> Result<(), ClusterError> {
+        let mismatch = |what: String| Err(ClusterError::Mismatch(what));
+        if (peer.processes, peer.workers) != (self.processes, self.workers) {
+            return mismatch(format!(
+                "process {} runs {} processes of {} workers, this one {} of {}",
+                peer.index, peer.processes, peer.workers, self.processes, self.workers
+            ));
+        }
+        if peer.digest != self.digest {
+            return mismatch(format!(
+                "process {} checks another model or with other options (run digest {:016x}, here {:016x})",
+                peer.index, peer.digest, self.digest
+            ));
+        }
+        if let Some(expected) = expected.filter(|&e| e != peer.index) {
+            return mismatch(format!("the address of process {expected} answers as process {}", peer.index));
+        }
+        Ok(())
+    }
+}
+
+/// Opens a connection to every other process: this one connects to the lower-indexed ones and
+/// accepts the higher-indexed ones (timely's convention), exchanging hellos on each.
+fn connect(
+    config: &ClusterConfig,
+    addresses: &[String],
+    digest: u64,
+) -> Result<Vec<Option<TcpStream>>, ClusterError> {
+    let me = config.process_index;
+    let hello = Hello {
+        processes: config.processes as u32,
+        workers: config.workers as u32,
+        index: me as u32,
+        digest,
+    };
+    let deadline = Instant::now() + config.connect_timeout;
+    let listener = TcpListener::bind(&addresses[me]).map_err(|e| {
+        ClusterError::Network(format!("process {me} cannot listen on {}: {e}", addresses[me]))
+    })?;
+    let mut sockets: Vec<Option<TcpStream>> = (0..config.processes).map(|_| None).collect();
+    for (peer, address) in addresses.iter().enumerate().take(me) {
+        let mut stream = connect_to(address, deadline)?;
+        let theirs = shake(&mut stream, hello, deadline)?;
+        hello.check_peer(theirs, Some(peer as u32))?;
+        sockets[peer] = Some(stream);
+    }
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| ClusterError::Network(format!("cannot configure the listener: {e}")))?;
+    while sockets.iter().skip(me + 1).any(Option::is_none) {
+        match listener.accept() {
+            Ok((mut stream, from)) => {
+                stream.set_nonblocking(false).map_err(|e| ClusterError::Network(format!("{from}: {e}")))?;
+                let theirs = shake(&mut stream, hello, deadline)?;
+                hello.check_peer(theirs, None)?;
+                let index = theirs.index as usize;
+                if index <= me || index >= config.processes || sockets[index].is_some() {
+                    return Err(ClusterError::Mismatch(format!(
+                        "{from} connected as process {index}, which process {me} does not expect"
+                    )));
+                }
+                sockets[index] = Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    let missing: Vec<String> = (me + 1..config.processes)
+                        .filter(|&i| sockets[i].is_none())
+                        .map(|i| i.to_string())
+                        .collect();
+                    return Err(ClusterError::Network(format!(
+                        "process {me} waited {:?} for process(es) {} to connect",
+                        config.connect_timeout,
+                        missing.join(", ")
+                    )));
+                }
+                std::thread::sleep(RETRY);
+            }
+            Err(e) => return Err(ClusterError::Network(format!("accepting a connection: {e}"))),
+        }
+    }
+    Ok(sockets)
+}
+
+/// Connects to `address`, retrying until `deadline` (the peer may not have started yet).
+fn connect_to(address: &str, deadline: Instant) -> Result<TcpStream, ClusterError> {
+    let resolved: Vec<_> = address
+        .to_socket_addrs()
+        .map_err(|e| ClusterError::Network(format!("cannot resolve {address}: {e}")))?
+        .collect();
+    loop {
+        let mut last = None;
+        for target in &resolved {
+            match TcpStream::connect_timeout(target, RETRY.max(Duration::from_millis(250))) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        if Instant::now() >= deadline {
+            let reason = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
+            return Err(ClusterError::Network(format!("cannot connect to {address}: {reason}")));
+        }
+        std::thread::sleep(RETRY);
+    }
+}
+
+/// Sends this process's hello and reads the peer's, then leaves the socket as timely expects it
+/// (blocking, no read timeout, no Nagle delay).
+fn shake(stream: &mut TcpStream, hello: Hello, deadline: Instant) -> Result<Hello, ClusterError> {
+    let io = |e: std::io::Error| ClusterError::Network(format!("handshake: {e}"));
+    let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+    stream.set_read_timeout(Some(remaining)).map_err(io)?;
+    stream.write_all(&hello.encode()).map_err(io)?;
+    let mut bytes = [0u8; HELLO_BYTES];
+    stream.read_exact(&mut bytes).map_err(io)?;
+    let theirs = Hello::decode(&bytes)?;
+    stream.set_read_timeout(None).map_err(io)?;
+    stream.set_nodelay(true).map_err(io)?;
+    Ok(theirs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hello_round_trips_and_mismatches_are_named() {
+        let mine = Hello { processes: 2, workers: 3, index: 0, digest: 42 };
+        let theirs = Hello { index: 1, ..mine };
+        assert_eq!(Hello::decode(&theirs.encode()).unwrap(), theirs);
+        mine.check_peer(theirs, Some(1)).unwrap();
+        assert!(matches!(mine.check_peer(theirs, Some(2)), Err(ClusterError::Mismatch(_))));
+        let other_model = Hello { digest: 7, ..theirs };
+        assert!(matches!(mine.check_peer(other_model, None), Err(ClusterError::Mismatch(_))));
+        let other_shape = Hello { workers: 1, ..theirs };
+        assert!(matches!(mine.check_peer(other_shape, None), Err(ClusterError::Mismatch(_))));
+        let mut garbage = theirs.encode();
+        garbage[0] = b'X';
+        assert!(matches!(Hello::decode(&garbage), Err(ClusterError::Network(_))));
+        let mut future = theirs.encode();
+        future[8] = 9;
+        assert!(matches!(Hello::decode(&future), Err(ClusterError::Mismatch(_))));
+    }
+}

@@ -1,0 +1,316 @@
+//! `foretell cluster`: a bundled system checked by a cluster of processes (the `cluster`
+//! feature) — distributed breadth-first search or swarm random walks, over
+//! [`foretell_cluster`].
+//!
+//! Every process runs the same command with its own `--process-index`; they connect to each
+//! other (the addresses of `--hostfile`, or 127.0.0.1 ports from `--base-port`), refuse to run
+//! together unless they check the same system with the same settings, and process 0 prints
+//! the merged report and writes the trace. There is no authentication: trusted networks only.
+
+use anyhow::{bail, Context, Result};
+use foretell_check::{CheckOptions, Interrupt, Progress, Report, Violation};
+use foretell_cluster::{ClusterConfig, SwarmReport};
+use foretell_model::SystemRef;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a cluster searches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Exhaustive, distributed breadth-first search: shortest counterexamples, the same counts
+    /// as `foretell check --engine bfs`.
+    Bfs,
+    /// Seeded random walks on every worker until one violates a property.
+    Swarm,
+}
+
+/// `foretell cluster`'s flags.
+#[derive(Debug, clap::Args)]
+#[command(
+    about = "Check a system on a cluster of processes: distributed breadth-first search or swarm walks",
+    long_about = "Check a system on a cluster of processes: distributed breadth-first search (worlds \
+                  partitioned among workers by fingerprint) or swarm random walks. Run the same \
+                  command in every process, each with its own --process-index; process 0 prints \
+                  the report. No authentication or encryption: trusted networks only."
+)]
+pub struct ClusterArgs {
+    /// The system to check (see `foretell list`).
+    pub system: String,
+    /// A bug variant of the system (default: the correct version).
+    #[arg(long = "bug", value_name = "NAME")]
+    pub bug: Option<String>,
+    /// A system parameter, NAME=VALUE (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_assignment)]
+    pub set: Vec<(String, String)>,
+    /// bfs: exhaustive distributed breadth-first search; swarm: random walks.
+    #[arg(long, value_enum, default_value = "bfs")]
+    pub mode: Mode,
+    /// Worker threads in each process (the same in every process).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: u16,
+    /// Processes in the cluster.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub processes: u16,
+    /// This process's index, 0 to PROCESSES-1; process 0 reports.
+    #[arg(long, default_value_t = 0)]
+    pub process_index: u16,
+    /// A file of HOST:PORT lines, one per process in process order (blank lines and lines
+    /// starting with # are skipped); default: 127.0.0.1 ports from --base-port.
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// The first port when there is no --hostfile.
+    #[arg(long, default_value_t = 2101)]
+    pub base_port: u16,
+    /// How long to wait, in seconds, for the other processes to connect.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub connect_timeout: f64,
+    /// (bfs) Explore no world more than D steps from the initial world.
+    #[arg(long, value_name = "D")]
+    pub max_depth: Option<usize>,
+    /// (bfs) Stop after about S distinct worlds (checked between levels).
+    #[arg(long, value_name = "S")]
+    pub max_states: Option<u64>,
+    /// (bfs) Stop after about SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// (swarm) Walks per worker.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub walks: u64,
+    /// (swarm) Steps per walk at most.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_steps: usize,
+    /// (swarm) The seed; worker W draws from SEED xor W.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// Where process 0 writes the violation's trace (default: SYSTEM[-BUG].trace.json).
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_assignment(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+        _ => Err(format!("expected NAME=VALUE, got {text:?}")),
+    }
+}
+
+fn seconds(flag: &str, secs: f64) -> Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        bail!("{flag} must be a positive number of seconds");
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Runs `foretell cluster`: exit code 0 when every property holds (or on processes other than
+/// 0), 1 when process 0 reports a violation.
+pub fn run(args: ClusterArgs) -> Result<ExitCode> {
+    let system = foretell_systems::find(&args.system)?;
+    let settings = system.settings(args.bug.as_deref(), &args.set)?;
+    let model = foretell_systems::cluster_model(&system, &settings)?;
+    let system_ref = SystemRef {
+        name: system.name.to_string(),
+        variant: settings.variant.clone(),
+        params: settings.values.clone(),
+    };
+    let hosts = match &args.hostfile {
+        Some(path) => read_hostfile(path)?,
+        None => Vec::new(),
+    };
+    let config = ClusterConfig {
+        workers: usize::from(args.workers),
+        processes: usize::from(args.processes),
+        process_index: usize::from(args.process_index),
+        hosts,
+        base_port: args.base_port,
+        connect_timeout: seconds("--connect-timeout", args.connect_timeout)?,
+        job: format!("{} {:?} {:?}", system_ref.name, system_ref.variant, system_ref.params),
+    };
+    config.addresses()?;
+    let reporter = config.process_index == 0;
+    match args.mode {
+        Mode::Bfs => {
+            let interrupt = Interrupt::new();
+            let on_interrupt = interrupt.clone();
+            ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("a valid template"),
+            );
+            let sink_bar = bar.clone();
+            let options = CheckOptions {
+                depth_max: args.max_depth,
+                states_max: args.max_states,
+                timeout: args.timeout.map(|t| seconds("--timeout", t)).transpose()?,
+                interrupt: Some(interrupt),
+                progress: reporter.then(|| {
+                    Arc::new(move |p: &Progress| show_progress(&sink_bar, p)) as foretell_check::ProgressSink
+                }),
+                ..CheckOptions::default()
+            };
+            let report = model.check_distributed(&options, &config)?;
+            bar.finish_and_clear();
+            match report {
+                Some(report) => print_bfs(report, &args, &config, &system_ref),
+                None => Ok(ExitCode::SUCCESS),
+            }
+        }
+        Mode::Swarm => match model.swarm_walks(args.walks, args.max_steps, args.seed, &config)? {
+            Some(report) => print_swarm(report, &args, &config, &system_ref),
+            None => Ok(ExitCode::SUCCESS),
+        },
+    }
+}
+
+/// The addresses of a hostfile.
+fn read_hostfile(path: &PathBuf) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(String::from)
+        .collect())
+}
+
+fn show_progress(bar: &ProgressBar, p: &Progress) {
+    let rate = p.unique_states as f64 / p.elapsed.as_secs_f64().max(1e-9);
+    bar.set_message(format!(
+        "{} states ({rate:.0}/s), {} transitions, depth {}, level {}",
+        p.unique_states, p.transitions, p.max_depth, p.queue
+    ));
+    bar.tick();
+}
+
+/// Names `violation`'s system and writes its trace; returns the file.
+fn write_trace(violation: &mut Violation, args: &ClusterArgs, system: &SystemRef) -> Result<PathBuf> {
+    violation.trace.system = Some(system.clone());
+    let path = args.trace_out.clone().unwrap_or_else(|| match &args.bug {
+        Some(bug) => PathBuf::from(format!("{}-{bug}.trace.json", system.name)),
+        None => PathBuf::from(format!("{}.trace.json", system.name)),
+    });
+    std::fs::write(&path, violation.trace.to_json())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+fn print_violation(violation: &Violation, file: &std::path::Path) {
+    println!();
+    println!(
+        "violation of {:?} ({}) in {} steps:",
+        violation.property,
+        violation.kind,
+        violation.trace.steps.len()
+    );
+    print!("{}", violation.trace.to_text(false));
+    println!("trace written to {} (foretell show {0} --states; foretell replay {0})", file.display());
+}
+
+fn violation_json(violation: &Violation, file: &std::path::Path) -> serde_json::Value {
+    json!({
+        "property": violation.property,
+        "kind": violation.kind,
+        "message": violation.message,
+        "steps": violation.trace.steps.len(),
+        "trace_file": file.display().to_string(),
+    })
+}
+
+fn cluster_json(config: &ClusterConfig) -> serde_json::Value {
+    json!({"processes": config.processes, "workers": config.workers})
+}
+
+fn print_bfs(
+    mut report: Report,
+    args: &ClusterArgs,
+    config: &ClusterConfig,
+    system: &SystemRef,
+) -> Result<ExitCode> {
+    let mut files = Vec::new();
+    for violation in &mut report.violations {
+        files.push(write_trace(violation, args, system)?);
+    }
+    if args.json {
+        let properties: serde_json::Map<String, serde_json::Value> = report
+            .properties
+            .iter()
+            .map(|p| (p.name.clone(), json!({"kind": p.kind, "status": p.status})))
+            .collect();
+        let violations: Vec<_> =
+            report.violations.iter().zip(&files).map(|(v, f)| violation_json(v, f)).collect();
+        let out = json!({
+            "system": system.name,
+            "variant": system.variant,
+            "params": system.params,
+            "mode": "bfs",
+            "engine": report.engine,
+            "cluster": cluster_json(config),
+            "verdict": report.verdict(),
+            "completion": report.completion,
+            "properties": properties,
+            "stats": report.stats,
+            "violations": violations,
+        });
+        println!("{out}");
+    } else {
+        let variant = system.variant.as_deref().unwrap_or("correct version");
+        println!(
+            "{} ({variant}) on {} process(es) of {} worker(s)",
+            system.name, config.processes, config.workers
+        );
+        println!("{report}");
+        for (violation, file) in report.violations.iter().zip(&files) {
+            print_violation(violation, file);
+        }
+    }
+    Ok(if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn print_swarm(
+    mut report: SwarmReport,
+    args: &ClusterArgs,
+    config: &ClusterConfig,
+    system: &SystemRef,
+) -> Result<ExitCode> {
+    let file = match &mut report.violation {
+        Some(violation) => Some(write_trace(violation, args, system)?),
+        None => None,
+    };
+    let found = report.violation.as_ref().zip(file.as_deref());
+    if args.json {
+        let out = json!({
+            "system": system.name,
+            "variant": system.variant,
+            "params": system.params,
+            "mode": "swarm",
+            "cluster": cluster_json(config),
+            "verdict": if found.is_some() { "violated" } else { "no violation found" },
+            "seed": args.seed,
+            "walks": report.walks,
+            "steps": report.steps,
+            "seconds": report.seconds,
+            "violations": found.map(|(v, f)| violation_json(v, f)).into_iter().collect::<Vec<_>>(),
+        });
+        println!("{out}");
+    } else {
+        let variant = system.variant.as_deref().unwrap_or("correct version");
+        println!(
+            "{} ({variant}): swarm of {} process(es) of {} worker(s), seed {}",
+            system.name, config.processes, config.workers, args.seed
+        );
+        let verdict =
+            if found.is_some() { "violated" } else { "no violation found (walks are not exhaustive)" };
+        println!("verdict: {verdict}");
+        println!("{} walks, {} steps, {:.2} s", report.walks, report.steps, report.seconds);
+        if let Some((violation, file)) = found {
+            print_violation(violation, file);
+        }
+    }
+    Ok(if found.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

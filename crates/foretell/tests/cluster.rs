@@ -1,0 +1,173 @@
+//! `foretell cluster` end to end (the `cluster` feature): a cluster of two workers, or of two
+//! processes on 127.0.0.1, reports `foretell check`'s counts; a bug's trace replays; swarm
+//! walks find a bug.
+
+#![cfg(feature = "cluster")]
+
+use foretell::check::DynModel;
+use foretell::model::Trace;
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("foretell-cluster-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn foretell(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(text: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(text).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
+}
+
+/// The registry's model of two-phase commit with `rms` resource managers and `bug`.
+fn two_phase(rms: &str, bug: Option<&str>) -> Box<dyn DynModel> {
+    let system = foretell::systems::find("two-phase-commit").unwrap();
+    (system.build)(&system.settings(bug, &[("rms".into(), rms.into())]).unwrap()).unwrap()
+}
+
+/// The trace in `file` replays against `model` and ends in a violation of `consistent`.
+fn assert_replays(model: &dyn DynModel, file: &Path) {
+    let trace = Trace::from_json(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert!(trace.system.is_some(), "the trace names its system");
+    let summary = model.replay(&trace).expect("the trace replays");
+    assert_eq!(summary.verdict.expect("it ends in the violation").property, "consistent");
+}
+
+/// Child processes, killed if the test fails before they exit.
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What one process of a cluster did.
+struct Ran {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `foretell cluster` as two processes on free local ports, process `i` with `args[i]`.
+fn two_processes(dir: &Path, args: [&[&str]; 2]) -> [Ran; 2] {
+    let (a, b) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
+    let ports = [a.local_addr().unwrap().port(), b.local_addr().unwrap().port()];
+    drop((a, b));
+    let hosts = dir.join("hosts");
+    std::fs::write(
+        &hosts,
+        format!("# two local processes\n127.0.0.1:{}\n127.0.0.1:{}\n", ports[0], ports[1]),
+    )
+    .unwrap();
+    let mut children = Children(Vec::new());
+    for (i, args) in args.iter().enumerate() {
+        let child = Command::new(env!("CARGO_BIN_EXE_foretell"))
+            .arg("cluster")
+            .args(*args)
+            .args(["--processes", "2", "--process-index", &i.to_string(), "--hostfile"])
+            .arg(&hosts)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(File::create(dir.join(format!("out{i}"))).unwrap())
+            .stderr(File::create(dir.join(format!("err{i}"))).unwrap())
+            .spawn()
+            .unwrap();
+        children.0.push(child);
+    }
+    let started = Instant::now();
+    let mut status = [None, None];
+    while status.iter().any(Option::is_none) {
+        for (i, child) in children.0.iter_mut().enumerate() {
+            if status[i].is_none() {
+                status[i] = child.try_wait().unwrap();
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the cluster did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let read = |name: String| std::fs::read_to_string(dir.join(name)).unwrap();
+    [0, 1].map(|i| Ran {
+        status: status[i].expect("both exited"),
+        stdout: read(format!("out{i}")),
+        stderr: read(format!("err{i}")),
+    })
+}
+
+#[test]
+fn two_workers_report_the_local_count() {
+    let dir = scratch("workers");
+    let output =
+        foretell(&["cluster", "two-phase-commit", "--set", "rms=3", "--workers", "2", "--json"], &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = json(&output.stdout);
+    assert_eq!(report["verdict"], "holds");
+    assert_eq!(report["completion"], "exhausted");
+    assert_eq!(report["stats"]["unique_states"], 288);
+    assert_eq!(report["cluster"]["workers"], 2);
+}
+
+#[test]
+fn two_processes_report_the_local_count() {
+    let dir = scratch("processes");
+    let local = two_phase("5", None).check(&Default::default()).unwrap();
+    let args: &[&str] = &["two-phase-commit", "--set", "rms=5", "--json"];
+    let [p0, p1] = two_processes(&dir, [args, args]);
+    assert!(p0.status.success() && p1.status.success(), "{} {}", p0.stderr, p1.stderr);
+    assert_eq!(p1.stdout, "", "only process 0 reports");
+    let report = json(p0.stdout.as_bytes());
+    assert_eq!(report["stats"]["unique_states"], local.stats.unique_states);
+    assert_eq!(report["stats"]["transitions"], local.stats.transitions);
+    assert_eq!(report["cluster"]["processes"], 2);
+}
+
+#[test]
+fn two_processes_find_the_bug_and_its_trace_replays() {
+    let dir = scratch("bug");
+    let args: &[&str] =
+        &["two-phase-commit", "--bug", "early-commit", "--workers", "2", "--trace-out", "bug.json"];
+    let [p0, p1] = two_processes(&dir, [args, args]);
+    assert_eq!((p0.status.code(), p1.status.code()), (Some(1), Some(0)), "{} {}", p0.stderr, p1.stderr);
+    assert!(p0.stdout.contains("violation of \"consistent\""), "{}", p0.stdout);
+    assert_replays(&*two_phase("3", Some("early-commit")), &dir.join("bug.json"));
+}
+
+#[test]
+fn swarm_walks_find_the_bug() {
+    let dir = scratch("swarm");
+    let args = ["cluster", "two-phase-commit", "--bug", "early-commit", "--mode", "swarm", "--workers", "2"];
+    let output = foretell(&[&args[..], &["--walks", "200", "--seed", "5", "--json"]].concat(), &dir);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report = json(&output.stdout);
+    assert_eq!(report["mode"], "swarm");
+    assert_eq!(report["violations"][0]["property"], "consistent");
+    let file = dir.join(report["violations"][0]["trace_file"].as_str().unwrap());
+    assert_replays(&*two_phase("3", Some("early-commit")), &file);
+}
+
+#[test]
+fn processes_with_different_settings_refuse_to_run_together() {
+    let dir = scratch("mismatch");
+    let [p0, p1] = two_processes(
+        &dir,
+        [&["two-phase-commit", "--set", "rms=3"], &["two-phase-commit", "--set", "rms=4"]],
+    );
+    for p in [p0, p1] {
+        assert_eq!(p.status.code(), Some(2), "{}", p.stderr);
+        assert!(p.stderr.contains("disagree"), "{}", p.stderr);
+    }
+}
