@@ -295,9 +295,9 @@ thread_local! {
 /// phase, a grow-only message delivered again — and the memo answers them with one lookup
 /// instead of a state clone and a handler run.
 ///
-/// The memo is a direct-mapped cache: a key lives in the one entry its bits pick, and a new
-/// key evicts an old one. A hit needs the whole key to match, so eviction only costs a handler
-/// run, never a wrong answer; the hot no-ops of a search stay.
+/// The memo is a direct-mapped cache of 8K entries: a key lives in the one entry its bits
+/// pick, and a new key evicts an old one. A hit needs the whole key to match, so eviction only
+/// costs a handler run, never a wrong answer; the hot no-ops of a search stay.
 struct NoopMemo {
     simulator: u64,
     entries: Box<[(u128, u64)]>,
@@ -310,8 +310,9 @@ impl Default for NoopMemo {
 }
 
 impl NoopMemo {
-    /// Entries per thread (1.5 MiB).
-    const BITS: u32 = 16;
+    /// Entries per thread (192 KiB: the hot no-ops of a search are few; the memo must not
+    /// weigh on the memory a search is measured by).
+    const BITS: u32 = 13;
     /// No real key: its event part has both tag bits set, which `noop_key` never produces.
     const VACANT: (u128, u64) = (0, u64::MAX);
 
