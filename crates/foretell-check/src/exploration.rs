@@ -4,8 +4,7 @@
 //! An engine owns only its frontier (a queue, a stack, a re-executed path) and calls
 //! [`Exploration::examine`] on each new world and [`Exploration::should_stop`] between worlds.
 
-use crate::report::kind_name;
-use crate::{CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Status, Violation};
+use crate::{CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Violation};
 use foretell_model::{Action, FixedChoices, PropertyKind, Protocol, Simulator, StepViolation, World};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -245,33 +244,8 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
                 trace,
             });
         }
-        let mut properties: Vec<PropertyReport> = self
-            .sim
-            .model()
-            .properties()
-            .iter()
-            .zip(&self.covered)
-            .map(|(p, &covered)| {
-                let violated = violations.iter().any(|v| v.property == p.name());
-                let status = match p.kind() {
-                    PropertyKind::Always if violated => Status::Violated,
-                    PropertyKind::Always => Status::Holds,
-                    PropertyKind::Sometimes if covered => Status::Covered,
-                    PropertyKind::Sometimes => Status::NotCovered,
-                    PropertyKind::Eventually => Status::NotChecked,
-                };
-                PropertyReport { name: p.name().to_string(), kind: kind_name(p.kind()).into(), status }
-            })
-            .collect();
-        for v in &violations {
-            if !properties.iter().any(|p| p.name == v.property) {
-                properties.push(PropertyReport {
-                    name: v.property.clone(),
-                    kind: v.kind.to_string(),
-                    status: Status::Violated,
-                });
-            }
-        }
+        let properties =
+            PropertyReport::for_search(self.sim.model().properties(), &self.covered, &violations);
         Report {
             engine: self.options.engine,
             completion,

@@ -1,7 +1,7 @@
 //! The report an engine returns: a verdict per property, statistics, and a trace per violation.
 
 use crate::EngineKind;
-use foretell_model::{PropertyKind, Trace, ViolationKind};
+use foretell_model::{Property, PropertyKind, Protocol, Trace, ViolationKind};
 use serde::Serialize;
 use std::fmt::{self, Write as _};
 
@@ -245,7 +245,45 @@ impl fmt::Display for Report {
     }
 }
 
-pub(crate) fn kind_name(kind: PropertyKind) -> &'static str {
+impl PropertyReport {
+    /// The property lines of a safety search's report: each declared property's status given
+    /// which `sometimes` properties were `covered` (in declaration order) and the `violations`
+    /// found, then a line for each violated property that was not declared (a `require`, a
+    /// panic).
+    pub fn for_search<P: Protocol>(
+        properties: &[Property<P>],
+        covered: &[bool],
+        violations: &[Violation],
+    ) -> Vec<PropertyReport> {
+        let mut lines: Vec<PropertyReport> = properties
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let violated = violations.iter().any(|v| v.property == p.name());
+                let status = match p.kind() {
+                    PropertyKind::Always if violated => Status::Violated,
+                    PropertyKind::Always => Status::Holds,
+                    PropertyKind::Sometimes if covered.get(i).copied().unwrap_or(false) => Status::Covered,
+                    PropertyKind::Sometimes => Status::NotCovered,
+                    PropertyKind::Eventually => Status::NotChecked,
+                };
+                PropertyReport { name: p.name().to_string(), kind: kind_name(p.kind()).into(), status }
+            })
+            .collect();
+        for v in violations {
+            if !lines.iter().any(|p| p.name == v.property) {
+                lines.push(PropertyReport {
+                    name: v.property.clone(),
+                    kind: v.kind.to_string(),
+                    status: Status::Violated,
+                });
+            }
+        }
+        lines
+    }
+}
+
+fn kind_name(kind: PropertyKind) -> &'static str {
     match kind {
         PropertyKind::Always => "always",
         PropertyKind::Sometimes => "sometimes",

@@ -33,7 +33,6 @@ use crate::rounds::Rounds;
 use crate::{ClusterConfig, ClusterError};
 use foretell_check::{
     CheckOptions, Completion, EngineKind, FingerprintBits, Memory, Progress, PropertyReport, Report, Stats,
-    Status,
 };
 use foretell_model::{
     Fingerprint, Model, PropertyKind, Protocol, Simulator, StepViolation, World, WorldDecoder,
@@ -494,32 +493,11 @@ fn report<P: Protocol>(
         Some(finding) => vec![finding.into_violation(sim, roots, ENGINE)?],
         None => Vec::new(),
     };
-    let covered = |i: usize| summaries.iter().any(|s| s.covered.get(i).copied().unwrap_or(false));
-    let mut properties: Vec<PropertyReport> = sim
-        .model()
-        .properties()
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let status = match p.kind() {
-                PropertyKind::Always if violations.iter().any(|v| v.property == p.name()) => Status::Violated,
-                PropertyKind::Always => Status::Holds,
-                PropertyKind::Sometimes if covered(i) => Status::Covered,
-                PropertyKind::Sometimes => Status::NotCovered,
-                PropertyKind::Eventually => Status::NotChecked,
-            };
-            PropertyReport { name: p.name().to_string(), kind: p.kind().to_string(), status }
-        })
+    let declared = sim.model().properties();
+    let covered: Vec<bool> = (0..declared.len())
+        .map(|i| summaries.iter().any(|s| s.covered.get(i).copied().unwrap_or(false)))
         .collect();
-    for v in &violations {
-        if !properties.iter().any(|p| p.name == v.property) {
-            properties.push(PropertyReport {
-                name: v.property.clone(),
-                kind: v.kind.to_string(),
-                status: Status::Violated,
-            });
-        }
-    }
+    let properties = PropertyReport::for_search(declared, &covered, &violations);
     let p = progress(summaries, started);
     Ok(Report {
         engine: EngineKind::Bfs,

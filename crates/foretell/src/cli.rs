@@ -94,7 +94,7 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-fn parse_assignment(text: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_assignment(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
         _ => Err(format!("expected NAME=VALUE, got {text:?}")),

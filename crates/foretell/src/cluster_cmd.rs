@@ -7,11 +7,12 @@
 //! together unless they check the same system with the same settings, and process 0 prints
 //! the merged report and writes the trace. There is no authentication: trusted networks only.
 
+use crate::commands::{print_violation, progress_bar, show_progress_as, violation_json};
 use anyhow::{bail, Context, Result};
 use foretell_check::{CheckOptions, Interrupt, Progress, Report, Violation};
 use foretell_cluster::{ClusterConfig, SwarmReport};
 use foretell_model::SystemRef;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,7 +45,7 @@ pub struct ClusterArgs {
     #[arg(long = "bug", value_name = "NAME")]
     pub bug: Option<String>,
     /// A system parameter, NAME=VALUE (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_assignment)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::cli::parse_assignment)]
     pub set: Vec<(String, String)>,
     /// bfs: exhaustive distributed breadth-first search; swarm: random walks.
     #[arg(long, value_enum, default_value = "bfs")]
@@ -94,13 +95,6 @@ pub struct ClusterArgs {
     pub json: bool,
 }
 
-fn parse_assignment(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
-        _ => Err(format!("expected NAME=VALUE, got {text:?}")),
-    }
-}
-
 fn seconds(flag: &str, secs: f64) -> Result<Duration> {
     if !(secs.is_finite() && secs > 0.0) {
         bail!("{flag} must be a positive number of seconds");
@@ -139,10 +133,7 @@ pub fn run(args: ClusterArgs) -> Result<ExitCode> {
             let interrupt = Interrupt::new();
             let on_interrupt = interrupt.clone();
             ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("a valid template"),
-            );
+            let bar = progress_bar();
             let sink_bar = bar.clone();
             let options = CheckOptions {
                 depth_max: args.max_depth,
@@ -180,12 +171,7 @@ fn read_hostfile(path: &PathBuf) -> Result<Vec<String>> {
 }
 
 fn show_progress(bar: &ProgressBar, p: &Progress) {
-    let rate = p.unique_states as f64 / p.elapsed.as_secs_f64().max(1e-9);
-    bar.set_message(format!(
-        "{} states ({rate:.0}/s), {} transitions, depth {}, level {}",
-        p.unique_states, p.transitions, p.max_depth, p.queue
-    ));
-    bar.tick();
+    show_progress_as(bar, p, "level");
 }
 
 /// Names `violation`'s system and writes its trace; returns the file.
@@ -198,28 +184,6 @@ fn write_trace(violation: &mut Violation, args: &ClusterArgs, system: &SystemRef
     std::fs::write(&path, violation.trace.to_json())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
-}
-
-fn print_violation(violation: &Violation, file: &std::path::Path) {
-    println!();
-    println!(
-        "violation of {:?} ({}) in {} steps:",
-        violation.property,
-        violation.kind,
-        violation.trace.steps.len()
-    );
-    print!("{}", violation.trace.to_text(false));
-    println!("trace written to {} (foretell show {0} --states; foretell replay {0})", file.display());
-}
-
-fn violation_json(violation: &Violation, file: &std::path::Path) -> serde_json::Value {
-    json!({
-        "property": violation.property,
-        "kind": violation.kind,
-        "message": violation.message,
-        "steps": violation.trace.steps.len(),
-        "trace_file": file.display().to_string(),
-    })
 }
 
 fn cluster_json(config: &ClusterConfig) -> serde_json::Value {

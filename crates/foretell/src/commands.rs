@@ -2,7 +2,7 @@
 
 use crate::cli::{CheckArgs, Cli, Command};
 use anyhow::{bail, Context, Result};
-use foretell_check::{CheckOptions, Interrupt, Progress, Report};
+use foretell_check::{CheckOptions, Interrupt, Progress, Report, Violation};
 use foretell_model::{SystemRef, Trace};
 use foretell_systems::System;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -115,16 +115,22 @@ fn trace_path(args: &CheckArgs, system: &System, index: usize) -> PathBuf {
     })
 }
 
-fn progress_bar() -> ProgressBar {
+/// The spinner a long search shows on stderr.
+pub(crate) fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new_spinner();
     bar.set_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("a valid template"));
     bar
 }
 
 fn show_progress(bar: &ProgressBar, p: &Progress) {
+    show_progress_as(bar, p, "queue");
+}
+
+/// Shows a progress snapshot on the spinner; `queue` names what `Progress::queue` counts.
+pub(crate) fn show_progress_as(bar: &ProgressBar, p: &Progress, queue: &str) {
     let rate = p.unique_states as f64 / p.elapsed.as_secs_f64().max(1e-9);
     bar.set_message(format!(
-        "{} states ({rate:.0}/s), {} transitions, depth {}, queue {}",
+        "{} states ({rate:.0}/s), {} transitions, depth {}, {queue} {}",
         p.unique_states, p.transitions, p.max_depth, p.queue
     ));
     bar.tick();
@@ -135,33 +141,37 @@ fn print_report(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) {
     println!("{} ({variant})", system.name);
     println!("{report}");
     for (violation, file) in report.violations.iter().zip(trace_files) {
-        println!();
-        println!(
-            "violation of {:?} ({}) in {} steps:",
-            violation.property,
-            violation.kind,
-            violation.trace.steps.len()
-        );
-        print!("{}", violation.trace.to_text(false));
-        println!("trace written to {} (foretell show {0} --states; foretell replay {0})", file.display());
+        print_violation(violation, file);
     }
 }
 
+/// Prints a violation's trace and where it was written.
+pub(crate) fn print_violation(violation: &Violation, file: &Path) {
+    println!();
+    println!(
+        "violation of {:?} ({}) in {} steps:",
+        violation.property,
+        violation.kind,
+        violation.trace.steps.len()
+    );
+    print!("{}", violation.trace.to_text(false));
+    println!("trace written to {} (foretell show {0} --states; foretell replay {0})", file.display());
+}
+
+/// A violation in a JSON report: what was violated and where its trace was written.
+pub(crate) fn violation_json(violation: &Violation, file: &Path) -> serde_json::Value {
+    json!({
+        "property": violation.property,
+        "kind": violation.kind,
+        "message": violation.message,
+        "steps": violation.trace.steps.len(),
+        "trace_file": file.display().to_string(),
+    })
+}
+
 fn report_json(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) -> serde_json::Value {
-    let violations: Vec<_> = report
-        .violations
-        .iter()
-        .zip(trace_files)
-        .map(|(v, file)| {
-            json!({
-                "property": v.property,
-                "kind": v.kind,
-                "message": v.message,
-                "steps": v.trace.steps.len(),
-                "trace_file": file.display().to_string(),
-            })
-        })
-        .collect();
+    let violations: Vec<_> =
+        report.violations.iter().zip(trace_files).map(|(v, file)| violation_json(v, file)).collect();
     let properties: serde_json::Map<String, serde_json::Value> = report
         .properties
         .iter()
