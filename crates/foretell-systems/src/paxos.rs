@@ -356,7 +356,7 @@ mod tests {
     #[cfg_attr(debug_assertions, ignore = "millions of worlds; runs in the release-mode test command")]
     fn correct_version_holds_agreement() {
         let model = model(&default_proposals(), 1, Bug::None);
-        let report = Check::bfs(&model).depth_max(DEPTH).threads(2).run();
+        let report = Check::bfs(&model).depth_max(DEPTH).run();
         println!("{report}");
         report.assert_holds("agreement").assert_covered("value chosen");
         assert!(report.violations.is_empty(), "{report}");
@@ -367,7 +367,7 @@ mod tests {
     #[cfg_attr(debug_assertions, ignore = "millions of worlds; runs in the release-mode test command")]
     fn last_promise_is_found_and_replays() {
         let model = model(&default_proposals(), 0, Bug::LastPromise);
-        let report = Check::bfs(&model).depth_max(DEPTH).threads(2).run();
+        let report = Check::bfs(&model).depth_max(DEPTH).run();
         println!("{report}");
         let violation = report.assert_violated("agreement");
         println!("{}", violation.trace.to_text(false));
@@ -381,7 +381,7 @@ mod tests {
     #[cfg_attr(debug_assertions, ignore = "millions of worlds; runs in the release-mode test command")]
     fn forget_promise_is_found_and_replays() {
         let model = model(&default_proposals(), 1, Bug::ForgetPromise);
-        let report = Check::bfs(&model).depth_max(DEPTH).threads(2).run();
+        let report = Check::bfs(&model).depth_max(DEPTH).run();
         println!("{report}");
         let violation = report.assert_violated("chosen never changes");
         println!("{}", violation.trace.to_text(false));

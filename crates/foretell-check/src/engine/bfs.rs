@@ -6,7 +6,9 @@
 //! the worker's part of the next level. Because every world of a level is expanded before any
 //! world of the next, the first violation found is at the smallest depth, so counterexamples
 //! stay shortest whatever the thread count, and the distinct-state count is the same in every
-//! run. One thread runs the same code without spawning.
+//! run. (When several violations lie at that depth, which one a multi-threaded run reports
+//! depends on which worker reaches one first; one thread always reports the same one.) One
+//! thread runs the same code without spawning.
 //!
 //! Parent pointers are kept per worker as one `u64` per distinct world: the parent's reference
 //! (worker and index) and the successor ordinal that leads from it. A trace is rebuilt by
