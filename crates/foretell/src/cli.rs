@@ -50,14 +50,8 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// The system to check (see `foretell list`).
-    pub system: String,
-    /// A bug variant of the system (default: the correct version).
-    #[arg(long = "bug", value_name = "NAME")]
-    pub bug: Option<String>,
-    /// A system parameter, NAME=VALUE (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_assignment)]
-    pub set: Vec<(String, String)>,
+    #[command(flatten)]
+    pub target: SystemChoice,
     /// The engine.
     #[arg(long, default_value = "bfs", value_parser = parse_engine)]
     pub engine: EngineKind,
@@ -94,7 +88,36 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-pub(crate) fn parse_assignment(text: &str) -> Result<(String, String), String> {
+/// Which bundled system a command checks: its name, bug variant and parameters.
+#[derive(Debug, clap::Args)]
+pub struct SystemChoice {
+    /// The system to check (see `foretell list`).
+    pub system: String,
+    /// A bug variant of the system (default: the correct version).
+    #[arg(long = "bug", value_name = "NAME")]
+    pub bug: Option<String>,
+    /// A system parameter, NAME=VALUE (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_assignment)]
+    pub set: Vec<(String, String)>,
+}
+
+impl SystemChoice {
+    /// The file a violation's trace goes to unless `--trace-out` names one:
+    /// SYSTEM[-BUG].trace.json, with the violation's index before `.trace` from the second on.
+    pub fn default_trace_file(&self, index: usize) -> PathBuf {
+        let base = match &self.bug {
+            Some(bug) => format!("{}-{bug}", self.system),
+            None => self.system.clone(),
+        };
+        PathBuf::from(if index == 0 {
+            format!("{base}.trace.json")
+        } else {
+            format!("{base}.{index}.trace.json")
+        })
+    }
+}
+
+fn parse_assignment(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
         _ => Err(format!("expected NAME=VALUE, got {text:?}")),

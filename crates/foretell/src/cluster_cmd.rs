@@ -7,6 +7,7 @@
 //! together unless they check the same system with the same settings, and process 0 prints
 //! the merged report and writes the trace. There is no authentication: trusted networks only.
 
+use crate::cli::SystemChoice;
 use crate::commands::{print_violation, progress_bar, show_progress_as, violation_json};
 use anyhow::{bail, Context, Result};
 use foretell_check::{CheckOptions, Interrupt, Progress, Report, Violation};
@@ -39,14 +40,8 @@ pub enum Mode {
                   the report. No authentication or encryption: trusted networks only."
 )]
 pub struct ClusterArgs {
-    /// The system to check (see `foretell list`).
-    pub system: String,
-    /// A bug variant of the system (default: the correct version).
-    #[arg(long = "bug", value_name = "NAME")]
-    pub bug: Option<String>,
-    /// A system parameter, NAME=VALUE (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::cli::parse_assignment)]
-    pub set: Vec<(String, String)>,
+    #[command(flatten)]
+    pub target: SystemChoice,
     /// bfs: exhaustive distributed breadth-first search; swarm: random walks.
     #[arg(long, value_enum, default_value = "bfs")]
     pub mode: Mode,
@@ -105,8 +100,8 @@ fn seconds(flag: &str, secs: f64) -> Result<Duration> {
 /// Runs `foretell cluster`: exit code 0 when every property holds (or on processes other than
 /// 0), 1 when process 0 reports a violation.
 pub fn run(args: ClusterArgs) -> Result<ExitCode> {
-    let system = foretell_systems::find(&args.system)?;
-    let settings = system.settings(args.bug.as_deref(), &args.set)?;
+    let system = foretell_systems::find(&args.target.system)?;
+    let settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
     let model = foretell_systems::cluster_model(&system, &settings)?;
     let system_ref = SystemRef {
         name: system.name.to_string(),
@@ -177,10 +172,7 @@ fn show_progress(bar: &ProgressBar, p: &Progress) {
 /// Names `violation`'s system and writes its trace; returns the file.
 fn write_trace(violation: &mut Violation, args: &ClusterArgs, system: &SystemRef) -> Result<PathBuf> {
     violation.trace.system = Some(system.clone());
-    let path = args.trace_out.clone().unwrap_or_else(|| match &args.bug {
-        Some(bug) => PathBuf::from(format!("{}-{bug}.trace.json", system.name)),
-        None => PathBuf::from(format!("{}.trace.json", system.name)),
-    });
+    let path = args.trace_out.clone().unwrap_or_else(|| args.target.default_trace_file(0));
     std::fs::write(&path, violation.trace.to_json())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)

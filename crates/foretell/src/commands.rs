@@ -4,7 +4,6 @@ use crate::cli::{CheckArgs, Cli, Command};
 use anyhow::{bail, Context, Result};
 use foretell_check::{CheckOptions, Interrupt, Progress, Report, Violation};
 use foretell_model::{SystemRef, Trace};
-use foretell_systems::System;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -48,8 +47,8 @@ fn list() -> Result<ExitCode> {
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode> {
-    let system = foretell_systems::find(&args.system)?;
-    let settings = system.settings(args.bug.as_deref(), &args.set)?;
+    let system = foretell_systems::find(&args.target.system)?;
+    let settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
     let model = (system.build)(&settings)?;
     let interrupt = Interrupt::new();
     let on_interrupt = interrupt.clone();
@@ -86,7 +85,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     let mut trace_files = Vec::new();
     for (i, violation) in report.violations.iter_mut().enumerate() {
         violation.trace.system = Some(system_ref.clone());
-        let path = trace_path(&args, &system, i);
+        let path = trace_path(&args, i);
         std::fs::write(&path, violation.trace.to_json())
             .with_context(|| format!("cannot write {}", path.display()))?;
         trace_files.push(path);
@@ -99,20 +98,12 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     Ok(if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn trace_path(args: &CheckArgs, system: &System, index: usize) -> PathBuf {
-    let base = match (&args.trace_out, index) {
-        (Some(path), 0) => return path.clone(),
-        (Some(path), i) => return path.with_extension(format!("{i}.json")),
-        (None, _) => match &args.bug {
-            Some(bug) => format!("{}-{bug}", system.name),
-            None => system.name.to_string(),
-        },
-    };
-    PathBuf::from(if index == 0 {
-        format!("{base}.trace.json")
-    } else {
-        format!("{base}.{index}.trace.json")
-    })
+fn trace_path(args: &CheckArgs, index: usize) -> PathBuf {
+    match (&args.trace_out, index) {
+        (Some(path), 0) => path.clone(),
+        (Some(path), i) => path.with_extension(format!("{i}.json")),
+        (None, i) => args.target.default_trace_file(i),
+    }
 }
 
 /// The spinner a long search shows on stderr.

@@ -115,8 +115,8 @@ fn search_from<P: Protocol>(
 fn expand<P: Protocol>(exp: &mut Exploration<'_, '_, P>, world: &World<P>) -> Frame {
     let mut children = Vec::new();
     let sim = exp.sim;
-    sim.successors(world, |s| {
-        let (action, choices, violates) = (s.action, s.choices.clone(), s.violation.is_some());
+    sim.successors(world, |mut s| {
+        let (action, choices, violates) = (s.action, std::mem::take(&mut s.choices), s.violation.is_some());
         let fingerprint = Keyed::new(sim, s).key;
         children.push(Child { fingerprint, violates, action, choices });
     });
