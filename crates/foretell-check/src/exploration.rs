@@ -63,7 +63,7 @@ impl Tally {
 }
 
 /// The violation `world` shows, the step's own (panic, assertion) first; if none, marks the
-/// `sometimes` properties it covers.
+/// `sometimes` properties it covers and the `eventually` properties that hold in it.
 fn check_world<P: Protocol>(
     sim: Simulator<'_, P>,
     covered: &mut [bool],
@@ -74,7 +74,8 @@ fn check_world<P: Protocol>(
     if violation.is_none() {
         let properties = sim.model().properties();
         for (property, covered) in properties.iter().zip(covered.iter_mut()) {
-            if !*covered && property.kind() == PropertyKind::Sometimes && property.holds(world) {
+            let reachable = matches!(property.kind(), PropertyKind::Sometimes | PropertyKind::Eventually);
+            if !*covered && reachable && property.holds(world) {
                 *covered = true;
             }
         }

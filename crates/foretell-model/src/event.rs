@@ -28,12 +28,14 @@ pub enum Action {
     Drop(u32),
     /// Duplicate the message at this index.
     Duplicate(u32),
+    /// Break the open connection at this index (a bidirectional socket error).
+    SocketError(u32),
 }
 
 impl Action {
     /// Whether this action is a fault injected by the environment.
     pub fn is_fault(self) -> bool {
-        matches!(self, Action::Reset(_) | Action::Drop(_) | Action::Duplicate(_))
+        matches!(self, Action::Reset(_) | Action::Drop(_) | Action::Duplicate(_) | Action::SocketError(_))
     }
 }
 
@@ -101,6 +103,14 @@ pub enum Event<M, T, I> {
         /// Payload.
         msg: M,
     },
+    /// The connection between `node` and `peer` breaks in both directions: the messages in
+    /// flight on it are lost and each side will observe a transport error.
+    SocketError {
+        /// The lower-numbered end.
+        node: NodeId,
+        /// The other end.
+        peer: NodeId,
+    },
 }
 
 impl<M, T, I> Event<M, T, I> {
@@ -112,7 +122,8 @@ impl<M, T, I> Event<M, T, I> {
             | Event::Timer { node, .. }
             | Event::Input { node, .. }
             | Event::Spontaneous { node, .. }
-            | Event::Reset { node } => *node,
+            | Event::Reset { node }
+            | Event::SocketError { node, .. } => *node,
         }
     }
 
@@ -127,6 +138,7 @@ impl<M, T, I> Event<M, T, I> {
             Event::Reset { .. } => "reset",
             Event::Drop { .. } => "drop",
             Event::Duplicate { .. } => "duplicate",
+            Event::SocketError { .. } => "socket_error",
         }
     }
 }

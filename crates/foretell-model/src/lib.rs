@@ -27,6 +27,7 @@ mod node_id;
 mod out;
 mod property;
 mod protocol;
+mod scenario;
 mod simulator;
 mod symmetry;
 mod trace;
@@ -40,17 +41,18 @@ pub use ignored::Ignored;
 pub use model::{Budget, Driver, Faults, Model, ModelError};
 pub use network::{Envelope, NetworkKind};
 pub use node_id::NodeId;
-pub use out::{Chooser, Out};
+pub use out::{Chooser, Out, QueueFull};
 pub use property::{Property, PropertyKind};
 pub use protocol::Protocol;
+pub use scenario::Scenario;
 pub use simulator::{
     ChoiceOdometer, EventOf, FixedChoices, Simulator, StepOutcome, StepRecord, StepViolation, Successor,
     ViolationKind,
 };
 pub use symmetry::{Permutation, Symmetry};
 pub use trace::{
-    ReplayError, Replayed, SentMessage, SystemRef, Trace, TraceError, TraceInitial, TraceStep, TraceVerdict,
-    TRACE_FORMAT, TRACE_VERSION,
+    ReplayError, Replayed, SentMessage, SystemRef, Trace, TraceError, TraceInitial, TraceScenario, TraceStep,
+    TraceVerdict, TRACE_FORMAT, TRACE_VERSION,
 };
 pub use world::{NodeView, World};
 pub use world_bytes::{WorldBytesError, WorldDecoder};

@@ -4,9 +4,10 @@
 //! the property predicates, built with a small builder and validated once by
 //! [`crate::Simulator::new`], so engines can trust it.
 
-use crate::{NetworkKind, NodeId, Property, PropertyKind, Protocol, Symmetry, World};
+use crate::scenario::Resolved;
+use crate::{NetworkKind, NodeId, Property, PropertyKind, Protocol, Scenario, Symmetry, World};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// How many faults of one kind a run may inject.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,6 +67,9 @@ pub struct Faults {
     pub drops: Budget,
     /// Message duplications.
     pub duplicates: Budget,
+    /// Bidirectional socket errors on open connections (`FifoChannels` only): MaceMC's
+    /// simulated TCP breaking a connection after any delivery.
+    pub socket_errors: Budget,
 }
 
 impl Faults {
@@ -98,6 +102,12 @@ impl Faults {
         self
     }
 
+    /// Sets the socket-error budget.
+    pub fn socket_errors(mut self, budget: Budget) -> Self {
+        self.socket_errors = budget;
+        self
+    }
+
     pub(crate) fn may_reset(&self, node: NodeId) -> bool {
         self.resettable.as_ref().is_none_or(|nodes| nodes.contains(&node))
     }
@@ -107,12 +117,14 @@ impl Faults {
 #[derive(Clone, Debug)]
 pub struct Driver<P: Protocol> {
     pub(crate) once: Vec<(NodeId, P::Input)>,
+    /// Bit `i` is set when one-shot input `i` is a startup input ([`Driver::startup`]).
+    pub(crate) startup: u64,
     pub(crate) spontaneous: Vec<(NodeId, P::Input)>,
 }
 
 impl<P: Protocol> Default for Driver<P> {
     fn default() -> Self {
-        Driver { once: Vec::new(), spontaneous: Vec::new() }
+        Driver { once: Vec::new(), startup: 0, spontaneous: Vec::new() }
     }
 }
 
@@ -128,6 +140,19 @@ impl<P: Protocol> Driver<P> {
         self
     }
 
+    /// A startup input: what the application does when its node starts, like MaceMC's
+    /// SimApplication calling `joinOverlay` after `maceInit`. It is a one-shot input that the
+    /// driver gives again after every reset of its node. A node's startup inputs are given in
+    /// the order they are listed, and a node is not reset before all of them have been given
+    /// (MaceMC offers a reset only to a node that has run an application event).
+    pub fn startup(mut self, node: NodeId, input: P::Input) -> Self {
+        if self.once.len() < 64 {
+            self.startup |= 1 << self.once.len();
+        }
+        self.once.push((node, input));
+        self
+    }
+
     /// A spontaneous input: offered in every world, any number of times (a handler that ignores
     /// it makes a self-loop). TLA+ actions without a triggering message become these.
     pub fn spontaneous(mut self, node: NodeId, input: P::Input) -> Self {
@@ -138,6 +163,30 @@ impl<P: Protocol> Driver<P> {
     /// The one-shot inputs, in order.
     pub fn one_shot_inputs(&self) -> &[(NodeId, P::Input)] {
         &self.once
+    }
+
+    /// Whether one-shot input `index` is a startup input.
+    pub fn is_startup(&self, index: usize) -> bool {
+        index < 64 && self.startup & (1 << index) != 0
+    }
+
+    /// The startup inputs of `node`, as a mask over the one-shot inputs.
+    pub(crate) fn startup_of(&self, node: NodeId) -> u64 {
+        if self.startup == 0 {
+            return 0;
+        }
+        let of_node = self.once.iter().enumerate().filter(|(i, (n, _))| *n == node && self.is_startup(*i));
+        of_node.fold(0, |mask, (i, _)| mask | 1 << i)
+    }
+
+    /// Whether one-shot input `index` may be given when the inputs in `pending` have not been:
+    /// a startup input waits for the earlier startup inputs of its node.
+    pub(crate) fn may_give(&self, index: usize, pending: u64) -> bool {
+        if !self.is_startup(index) {
+            return true;
+        }
+        let earlier = self.startup_of(self.once[index].0) & ((1 << index) - 1);
+        pending & earlier == 0
     }
 
     /// The spontaneous inputs, in order.
@@ -172,6 +221,10 @@ pub struct Model<P: Protocol> {
     driver: Driver<P>,
     properties: Vec<Property<P>>,
     symmetry: Option<Symmetry<P>>,
+    queue_capacity: Option<usize>,
+    start: Option<Scenario<P>>,
+    /// The start scenario run against the model, once, by the first simulator.
+    resolved: OnceLock<Result<Resolved<P>, String>>,
 }
 
 impl<P: Protocol> Model<P> {
@@ -186,6 +239,9 @@ impl<P: Protocol> Model<P> {
             driver: Driver::new(),
             properties: Vec::new(),
             symmetry: None,
+            queue_capacity: None,
+            start: None,
+            resolved: OnceLock::new(),
         }
     }
 
@@ -199,6 +255,41 @@ impl<P: Protocol> Model<P> {
     pub fn network(mut self, kind: NetworkKind) -> Self {
         self.network = kind;
         self
+    }
+
+    /// Bounds every FIFO queue (a channel, or an inbox) to `messages`: a send that finds its
+    /// queue full fails, as MaceMC's simulated TCP refused a send beyond `queue_size`. See
+    /// [`crate::Out::try_send`].
+    pub fn queue_capacity(mut self, messages: usize) -> Self {
+        self.queue_capacity = Some(messages);
+        self
+    }
+
+    /// The bound on FIFO queues, if any.
+    pub fn queue_capacity_limit(&self) -> Option<usize> {
+        self.queue_capacity
+    }
+
+    /// Makes every engine start from the world `scenario` reaches instead of the initial world.
+    /// Traces still begin at the initial world, with the scenario's steps first.
+    pub fn start_from(mut self, scenario: Scenario<P>) -> Self {
+        self.start = Some(scenario);
+        self.resolved = OnceLock::new();
+        self
+    }
+
+    /// The start scenario, if any.
+    pub fn start_scenario(&self) -> Option<&Scenario<P>> {
+        self.start.as_ref()
+    }
+
+    /// The start scenario resolved by `sim` (once per model).
+    pub(crate) fn resolved_start(
+        &self,
+        sim: &crate::Simulator<'_, P>,
+    ) -> Option<Result<&Resolved<P>, String>> {
+        let scenario = self.start.as_ref()?;
+        Some(self.resolved.get_or_init(|| scenario.resolve(sim)).as_ref().map_err(String::clone))
     }
 
     /// Sets the fault budget.
@@ -320,6 +411,17 @@ impl<P: Protocol> Model<P> {
         if lossy && !self.network.consumes() {
             return Err(ModelError::FaultsOnGrowOnly);
         }
+        if self.queue_capacity.is_some()
+            && !matches!(self.network, NetworkKind::FifoChannels | NetworkKind::FifoInbox)
+        {
+            return Err(ModelError::CapacityWithoutQueues);
+        }
+        if self.queue_capacity == Some(0) {
+            return Err(ModelError::ZeroCapacity);
+        }
+        if self.faults.socket_errors != Budget::Off && self.network != NetworkKind::FifoChannels {
+            return Err(ModelError::SocketErrorsWithoutConnections);
+        }
         for (i, p) in self.properties.iter().enumerate() {
             if self.properties[..i].iter().any(|q| q.name == p.name) {
                 return Err(ModelError::DuplicateProperty(p.name.clone()));
@@ -353,6 +455,18 @@ pub enum ModelError {
     /// Loss or duplication on a grow-only network, where neither means anything.
     #[error("message loss and duplication do not apply to a grow-only network")]
     FaultsOnGrowOnly,
+    /// The start scenario cannot be run.
+    #[error("{0}")]
+    Scenario(String),
+    /// A queue capacity on a network without queues.
+    #[error("a queue capacity applies to the fifo-channels and fifo-inbox networks only")]
+    CapacityWithoutQueues,
+    /// A queue capacity of zero, which would refuse every send.
+    #[error("a queue capacity must be at least 1")]
+    ZeroCapacity,
+    /// Socket errors on a network without connections.
+    #[error("socket errors apply to a fifo-channels network only")]
+    SocketErrorsWithoutConnections,
     /// Two properties share a name.
     #[error("two properties are named {0:?}")]
     DuplicateProperty(String),

@@ -98,6 +98,11 @@ impl<M: Serialize> Network<M> {
         &self.errors
     }
 
+    /// The open connections as (lower node, higher node), sorted (`FifoChannels` only).
+    pub(crate) fn connections(&self) -> &[(NodeId, NodeId)] {
+        &self.connections
+    }
+
     /// Indices of the messages that may be delivered next.
     pub(crate) fn deliverable(&self) -> impl Iterator<Item = usize> + '_ {
         let kind = self.kind;
@@ -118,6 +123,22 @@ impl<M: Serialize> Network<M> {
     /// Indices of distinct pending transport errors.
     pub(crate) fn deliverable_errors(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.errors.len()).filter(move |&i| i == 0 || self.errors[i - 1] != self.errors[i])
+    }
+
+    /// How many messages wait in the queue a message from `from` to `to` joins: its channel
+    /// (`FifoChannels`) or its destination's inbox (`FifoInbox`); 0 for the unqueued kinds.
+    pub(crate) fn queue_len(&self, from: NodeId, to: NodeId) -> usize {
+        let messages = &self.messages;
+        let span = |before: &dyn Fn(&Envelope<M>) -> bool, within: &dyn Fn(&Envelope<M>) -> bool| {
+            messages.partition_point(|e| within(e)) - messages.partition_point(|e| before(e))
+        };
+        match self.kind {
+            NetworkKind::FifoChannels => {
+                span(&|e| (e.from, e.to) < (from, to), &|e| (e.from, e.to) <= (from, to))
+            }
+            NetworkKind::FifoInbox => span(&|e| e.to < to, &|e| e.to <= to),
+            NetworkKind::Unordered | NetworkKind::GrowOnly => 0,
+        }
     }
 
     /// Whether sending `envelope` would change nothing: a grow-only network holds it already.
@@ -246,6 +267,19 @@ impl<M: Serialize> Network<M> {
         self.hash = self.compute_hash();
     }
 
+    /// Breaks open connection `index` in both directions (a socket error): the messages in
+    /// flight between its ends are lost and each end will observe a transport error.
+    pub(crate) fn break_connection(&mut self, index: usize) -> (NodeId, NodeId) {
+        let (a, b) = self.connections.remove(index);
+        self.messages.retain(|e| !((e.from == a && e.to == b) || (e.from == b && e.to == a)));
+        for error in [(a, b), (b, a)] {
+            let at = self.errors.partition_point(|e| *e <= error);
+            self.errors.insert(at, error);
+        }
+        self.hash = self.compute_hash();
+        (a, b)
+    }
+
     /// Whether messages `a` and `b` sit in the same queue (FIFO kinds only).
     fn same_queue(&self, a: &Envelope<M>, b: &Envelope<M>) -> bool {
         match self.kind {
@@ -320,11 +354,6 @@ fn pair_hash(a: NodeId, b: NodeId) -> u128 {
 
 // ---- Support for `crate::world_bytes` (world serialization for cluster mode). ----------------
 impl<M: Serialize> Network<M> {
-    /// The open connections as (lower node, higher node), sorted (`FifoChannels` only).
-    pub(crate) fn connections(&self) -> &[(NodeId, NodeId)] {
-        &self.connections
-    }
-
     /// A network made of exactly these parts, its hash computed from scratch. The caller checks
     /// that the parts are canonical (messages in the kind's order, errors and connections sorted).
     pub(crate) fn from_parts(

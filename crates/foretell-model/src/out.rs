@@ -32,6 +32,17 @@ pub struct Out<'a, P: Protocol> {
     /// than its node's state and the event.
     pub(crate) read_network: Cell<bool>,
     pub(crate) network: &'a Network<P::Msg>,
+    /// The most messages a FIFO queue holds ([`crate::Model::queue_capacity`]).
+    pub(crate) queue_capacity: Option<usize>,
+}
+
+/// A send that found its queue full: the message was not sent (MaceMC's `route()` returning
+/// false when the simulated TCP queue is full).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the queue to {to} is full")]
+pub struct QueueFull {
+    /// The destination.
+    pub to: NodeId,
 }
 
 impl<'a, P: Protocol> Out<'a, P> {
@@ -64,14 +75,32 @@ impl<'a, P: Protocol> Out<'a, P> {
     }
 
     /// Sends `msg` to `to`. Delivery, order, loss and duplication are the network's business.
+    /// A message that finds its queue full is lost; [`Out::try_send`] tells the sender.
     pub fn send(&mut self, to: NodeId, msg: P::Msg) {
+        let _ = self.try_send(to, msg);
+    }
+
+    /// Sends `msg` to `to`, or fails if its FIFO queue holds as many messages as the model's
+    /// [`crate::Model::queue_capacity`] allows (counting this handler's earlier sends).
+    ///
+    /// # Errors
+    /// [`QueueFull`] when the queue is full; the message is not sent.
+    pub fn try_send(&mut self, to: NodeId, msg: P::Msg) -> Result<(), QueueFull> {
+        if let Some(capacity) = self.queue_capacity {
+            self.read_network.set(true);
+            let earlier = self.sends.iter().filter(|(dest, _)| *dest == to).count();
+            if self.network.queue_len(self.me, to) + earlier >= capacity {
+                return Err(QueueFull { to });
+            }
+        }
         self.sends.push((to, msg));
+        Ok(())
     }
 
     /// Sends `msg` to every node in `to`.
     pub fn broadcast(&mut self, to: impl IntoIterator<Item = NodeId>, msg: P::Msg) {
         for node in to {
-            self.sends.push((node, msg.clone()));
+            self.send(node, msg.clone());
         }
     }
 

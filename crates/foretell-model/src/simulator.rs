@@ -12,6 +12,7 @@
 
 use crate::network::Network;
 use crate::out::Chooser;
+use crate::scenario::Resolved;
 use crate::world::{rest_term, FaultsUsed, NodeSlot};
 use crate::{
     Action, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
@@ -357,7 +358,17 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     pub fn new(model: &'m Model<P>) -> Result<Self, ModelError> {
         model.validate()?;
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-        Ok(Simulator { model, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) })
+        let sim = Simulator { model, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) };
+        if let Some(Err(reason)) = model.resolved_start(&sim) {
+            return Err(ModelError::Scenario(reason));
+        }
+        Ok(sim)
+    }
+
+    /// The model's start scenario, resolved: its steps from the initial world and the world
+    /// they reach.
+    pub(crate) fn start(&self) -> Option<&'m Resolved<P>> {
+        self.model.resolved_start(self).and_then(Result::ok)
     }
 
     /// The model.
@@ -365,9 +376,13 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         self.model
     }
 
-    /// Every initial world, one per choice vector of the nodes' `init` handlers (run in node
-    /// order, sharing one vector), with the violation an `init` caused.
+    /// Every world a search starts from, with the `init` choices that lead to it and the
+    /// violation an `init` caused: one per choice vector of the nodes' `init` handlers (run in
+    /// node order, sharing one vector), or the one world the model's start scenario reaches.
     pub fn initial_worlds(&self, mut each: impl FnMut(Vec<usize>, World<P>, Option<StepViolation>)) {
+        if let Some(start) = self.start() {
+            return each(start.init_choices.clone(), start.world.clone(), None);
+        }
         let mut odometer = ChoiceOdometer::new();
         loop {
             let (world, choices, violation, _) = self.init_with(&mut odometer, false);
@@ -460,6 +475,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             disabled: false,
             read_network: Cell::new(false),
             network,
+            queue_capacity: self.model.queue_capacity_limit(),
         }
     }
 
@@ -513,13 +529,17 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         for (n, node) in world.nodes.iter().enumerate() {
             into.extend((0..node.timers.len()).map(|t| Action::Timer(NodeId::new(n), t as u32)));
         }
-        let once = self.model.input_driver().once.len();
-        into.extend((0..once).filter(|i| world.pending & (1 << i) != 0).map(|i| Action::Input(i as u32)));
-        let spontaneous = self.model.input_driver().spontaneous.len();
-        into.extend((0..spontaneous).map(|i| Action::Spontaneous(i as u32)));
+        let driver = self.model.input_driver();
+        let pending = world.pending;
+        let given =
+            (0..driver.once.len()).filter(|&i| pending & (1 << i) != 0 && driver.may_give(i, pending));
+        into.extend(given.map(|i| Action::Input(i as u32)));
+        into.extend((0..driver.spontaneous.len()).map(|i| Action::Spontaneous(i as u32)));
         let faults = self.model.fault_budget();
         if faults.resets.allows(world.faults_used.resets) {
-            let nodes = NodeId::all(world.nodes.len()).filter(|n| faults.may_reset(*n));
+            // A node whose startup inputs are not all given has not started: it is not reset.
+            let started = |n: &NodeId| pending & driver.startup_of(*n) == 0;
+            let nodes = NodeId::all(world.nodes.len()).filter(|n| faults.may_reset(*n) && started(n));
             into.extend(nodes.map(Action::Reset));
         }
         if network.kind().consumes() {
@@ -529,6 +549,9 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             if faults.duplicates.allows(world.faults_used.duplicates) {
                 into.extend(network.deliverable().map(|i| Action::Duplicate(i as u32)));
             }
+        }
+        if faults.socket_errors.allows(world.faults_used.socket_errors) {
+            into.extend((0..network.connections().len()).map(|i| Action::SocketError(i as u32)));
         }
     }
 
@@ -565,6 +588,10 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 Event::Spontaneous { node: *node, input: input.clone() }
             }
             Action::Reset(node) => Event::Reset { node },
+            Action::SocketError(i) => {
+                let (node, peer) = world.network.connections()[i as usize];
+                Event::SocketError { node, peer }
+            }
         }
     }
 
@@ -684,6 +711,12 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 faults.duplicates += u32::from(budget.duplicates.counted());
                 return (self.network_effect(world, next, faults, event), false);
             }
+            Action::SocketError(i) => {
+                let mut next = (*world.network).clone();
+                next.break_connection(i as usize);
+                faults.socket_errors += u32::from(budget.socket_errors.counted());
+                return (self.network_effect(world, next, faults, event), false);
+            }
             Action::Deliver(i) => {
                 let envelope = if world.network.kind().consumes() {
                     network.insert((*world.network).clone()).deliver(i as usize)
@@ -711,6 +744,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
             Action::Reset(node) => {
                 faults.resets += u32::from(budget.resets.counted());
+                // The application restarts with its node: its startup inputs are due again.
+                pending |= self.model.input_driver().startup_of(node);
                 if world.network.kind() == NetworkKind::FifoChannels {
                     network.insert((*world.network).clone()).reset(node);
                 }
@@ -771,7 +806,9 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
         let mut clock = slot.clock;
         let record = event.is_some();
-        let mut out = self.out(me, &mut timers, &mut clock, chooser, record, &world.network);
+        // The handler sees the network after its event (a delivered message has left it).
+        let seen = network.as_ref().unwrap_or(&world.network);
+        let mut out = self.out(me, &mut timers, &mut clock, chooser, record, seen);
         let result = catch_unwind(AssertUnwindSafe(|| match call {
             Call::Message(from, envelope) => {
                 protocol.on_message(me, &mut state, from, &envelope.msg, &mut out)

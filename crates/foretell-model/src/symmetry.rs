@@ -323,6 +323,9 @@ impl<P: Protocol> Symmetry<P> {
                     .into(),
             ));
         }
+        if driver.startup != 0 {
+            return Err(ModelError::NotSymmetric("startup inputs are not supported".into()));
+        }
         let mut generators = Vec::new();
         self.generators(nodes, &mut generators);
         for g in &generators {
@@ -1126,6 +1129,10 @@ mod tests {
                 Spontaneous { node: p.apply(node), input: rename_input(&input, p) }
             }
             Reset { node } => Reset { node: p.apply(node) },
+            SocketError { node, peer } => {
+                let (a, b) = (p.apply(node), p.apply(peer));
+                SocketError { node: a.min(b), peer: a.max(b) }
+            }
         }
     }
 

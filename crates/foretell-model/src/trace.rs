@@ -44,6 +44,15 @@ pub struct TraceInitial {
     pub states: Option<Vec<Value>>,
 }
 
+/// The scenario a search started from: the trace's first steps lead to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceScenario {
+    /// The scenario's name.
+    pub name: String,
+    /// How many of the trace's steps are the scenario's.
+    pub steps: usize,
+}
+
 /// A message a step sent.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SentMessage {
@@ -107,6 +116,9 @@ pub struct Trace {
     /// The seed, for engines that draw random numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The scenario the search started from, when it did not start at the initial world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<TraceScenario>,
     /// The initial world.
     pub initial: TraceInitial,
     /// The steps, in order.
@@ -197,14 +209,21 @@ impl<P: Protocol> fmt::Debug for Replayed<P> {
 }
 
 impl<'m, P: Protocol> Simulator<'m, P> {
-    /// Records the trace that starts from the initial world with `init_choices` and takes
-    /// `steps` (action, choices) in order. The verdict is the first violation met: a handler's,
-    /// or an `always` property false in a world.
+    /// Records the trace that starts from the start world [`Simulator::initial_worlds`] gave
+    /// with `init_choices` and takes `steps` (action, choices) in order. With a start scenario,
+    /// the trace begins at the initial world and the scenario's steps come first. The verdict
+    /// is the first violation met: a handler's, or an `always` property false in a world.
     ///
     /// # Panics
     /// If the steps do not re-execute as given — an engine bug, since engines produce them from
     /// this simulator.
     pub fn record(&self, init_choices: &[usize], steps: &[(Action, Vec<usize>)]) -> Trace {
+        let prefix = self.start().map_or(&[][..], |start| &start.steps[..]);
+        let scenario = self
+            .model()
+            .start_scenario()
+            .map(|s| TraceScenario { name: s.name().to_string(), steps: prefix.len() });
+        let steps: Vec<&(Action, Vec<usize>)> = prefix.iter().chain(steps).collect();
         let mut chooser = FixedChoices::new(init_choices);
         let (mut world, _, init_violation, _) = self.init_with(&mut chooser, true);
         chooser.finish().expect("engine-produced initial choices re-execute");
@@ -215,7 +234,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             states: Some(world.states().map(to_value).collect()),
         };
         let mut trace_steps = Vec::with_capacity(steps.len());
-        for (i, (action, choices)) in steps.iter().enumerate() {
+        for (i, &(action, choices)) in steps.iter().enumerate() {
             let mut chooser = FixedChoices::new(choices);
             let outcome = self.step(&world, *action, &mut chooser, true);
             chooser.finish().expect("engine-produced choices re-execute");
@@ -246,6 +265,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             system: None,
             engine: None,
             seed: None,
+            scenario,
             initial,
             steps: trace_steps,
             verdict,

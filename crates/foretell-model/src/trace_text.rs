@@ -71,6 +71,7 @@ fn describe(event: &Value) -> String {
         Some("duplicate") => {
             format!("network duplicates {} -> {}: {}", node("from"), node("to"), field("msg"))
         }
+        Some("socket_error") => format!("socket error: the connection to {} breaks both ways", node("peer")),
         _ => compact(event),
     }
 }

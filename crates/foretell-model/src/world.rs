@@ -36,15 +36,17 @@ pub(crate) struct FaultsUsed {
     pub(crate) resets: u32,
     pub(crate) drops: u32,
     pub(crate) duplicates: u32,
+    pub(crate) socket_errors: u32,
 }
 
 /// The fingerprint term of the driver's pending inputs and the faults used.
 pub(crate) fn rest_term(pending: u64, faults: FaultsUsed) -> u128 {
-    let mut bytes = [0u8; 20];
+    let mut bytes = [0u8; 24];
     bytes[..8].copy_from_slice(&pending.to_le_bytes());
     bytes[8..12].copy_from_slice(&faults.resets.to_le_bytes());
     bytes[12..16].copy_from_slice(&faults.drops.to_le_bytes());
-    bytes[16..].copy_from_slice(&faults.duplicates.to_le_bytes());
+    bytes[16..20].copy_from_slice(&faults.duplicates.to_le_bytes());
+    bytes[20..].copy_from_slice(&faults.socket_errors.to_le_bytes());
     FingerprintHasher::mix(u64::MAX, xxhash_rust::xxh3::xxh3_128(&bytes))
 }
 

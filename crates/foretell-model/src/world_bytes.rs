@@ -39,7 +39,7 @@ struct Parts<Nodes, Messages, Pairs> {
     errors: Pairs,
     connections: Pairs,
     pending: u64,
-    faults_used: [u32; 3],
+    faults_used: [u32; 4],
     fingerprint: u128,
 }
 
@@ -146,7 +146,12 @@ impl<P: Protocol> World<P> {
             errors: self.network.errors(),
             connections: self.network.connections(),
             pending: self.pending,
-            faults_used: [self.faults_used.resets, self.faults_used.drops, self.faults_used.duplicates],
+            faults_used: [
+                self.faults_used.resets,
+                self.faults_used.drops,
+                self.faults_used.duplicates,
+                self.faults_used.socket_errors,
+            ],
             fingerprint: self.fingerprint.0,
         };
         let encode = |buffer: Vec<u8>| {
@@ -254,12 +259,13 @@ impl<'m, P: Protocol> WorldDecoder<'m, P> {
                 parts.pending
             )));
         }
-        let [resets, drops, duplicates] = parts.faults_used;
+        let [resets, drops, duplicates, socket_errors] = parts.faults_used;
         let budget = model.fault_budget();
         for (what, used, budget) in [
             ("resets", resets, budget.resets),
             ("drops", drops, budget.drops),
             ("duplicates", duplicates, budget.duplicates),
+            ("socket errors", socket_errors, budget.socket_errors),
         ] {
             let within = match budget {
                 Budget::Limited(max) => used <= max,
@@ -273,7 +279,7 @@ impl<'m, P: Protocol> WorldDecoder<'m, P> {
             nodes,
             network: self.share_network(network),
             pending: parts.pending,
-            faults_used: FaultsUsed { resets, drops, duplicates },
+            faults_used: FaultsUsed { resets, drops, duplicates, socket_errors },
             fingerprint: Fingerprint::default(),
         };
         world.seal();

@@ -263,6 +263,7 @@ pub fn system() -> System {
         about: "Stateright's actor Paxos: 3 servers and C clients over an unordered non-duplicating network",
         params: PARAMS,
         variants: &[],
+        scenarios: &[],
         build,
     }
 }

@@ -13,4 +13,6 @@ pub mod two_phase_commit;
 
 #[cfg(feature = "cluster")]
 pub use cluster_registry::cluster_model;
-pub use registry::{find, systems, ConfigError, Param, Settings, System, Variant};
+pub use registry::{
+    apply_scenario, find, systems, ConfigError, Param, ScenarioInfo, Settings, System, Variant,
+};

@@ -306,6 +306,7 @@ pub fn system() -> System {
             "single-decree Paxos as CrystalBall and LMC ran it: three nodes over FIFO channels with resets",
         params: PARAMS,
         variants: VARIANTS,
+        scenarios: &[],
         build,
     }
 }

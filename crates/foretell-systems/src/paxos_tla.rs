@@ -324,6 +324,7 @@ pub fn system() -> System {
         about: "Lamport's Paxos.tla: acceptors and one leader per ballot over a grow-only message set",
         params: PARAMS,
         variants: VARIANTS,
+        scenarios: &[],
         build,
     }
 }

@@ -3,6 +3,7 @@
 //! [`foretell_check::DynModel`].
 
 use foretell_check::DynModel;
+use foretell_model::{Model, Protocol, Scenario};
 use std::collections::BTreeMap;
 
 /// A parameter a system accepts, with its default.
@@ -25,6 +26,15 @@ pub struct Variant {
     pub help: &'static str,
 }
 
+/// A named scenario of a system: a starting world described by the events that reach it.
+#[derive(Clone, Copy, Debug)]
+pub struct ScenarioInfo {
+    /// The name, as in `--from NAME`.
+    pub name: &'static str,
+    /// Where it comes from and what world it reaches, in a sentence.
+    pub help: &'static str,
+}
+
 /// A registered system.
 pub struct System {
     /// The name, as in `foretell check NAME`.
@@ -35,6 +45,8 @@ pub struct System {
     pub params: &'static [Param],
     /// Its bug variants.
     pub variants: &'static [Variant],
+    /// Its named scenarios.
+    pub scenarios: &'static [ScenarioInfo],
     /// Builds the model for the given settings.
     pub build: fn(&Settings) -> Result<Box<dyn DynModel>, ConfigError>,
 }
@@ -46,6 +58,8 @@ pub struct Settings {
     pub variant: Option<String>,
     /// Every parameter's value, defaults filled in.
     pub values: BTreeMap<String, String>,
+    /// The scenario to start from, or `None` for the initial world.
+    pub scenario: Option<String>,
 }
 
 /// Why a configuration is not accepted.
@@ -77,6 +91,16 @@ pub enum ConfigError {
         /// The name given.
         name: String,
         /// The known parameters.
+        known: String,
+    },
+    /// The system has no scenario of that name.
+    #[error("{system} has no scenario {name:?} (known: {known})")]
+    UnknownScenario {
+        /// The system.
+        system: String,
+        /// The name given.
+        name: String,
+        /// The known scenarios.
         known: String,
     },
     /// A parameter's value is not acceptable.
@@ -126,7 +150,21 @@ impl System {
                 }
             }
         }
-        Ok(Settings { variant: variant.map(str::to_string), values })
+        Ok(Settings { variant: variant.map(str::to_string), values, scenario: None })
+    }
+
+    /// `settings` starting from scenario `name`.
+    ///
+    /// # Errors
+    /// [`ConfigError::UnknownScenario`] if the system has no scenario of that name.
+    pub fn with_scenario(&self, mut settings: Settings, name: &str) -> Result<Settings, ConfigError> {
+        if !self.scenarios.iter().any(|s| s.name == name) {
+            let known: Vec<&str> = self.scenarios.iter().map(|s| s.name).collect();
+            let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+            return Err(ConfigError::UnknownScenario { system: self.name.into(), name: name.into(), known });
+        }
+        settings.scenario = Some(name.to_string());
+        Ok(settings)
     }
 }
 
@@ -148,6 +186,28 @@ impl Settings {
     /// Whether the variant is `name`.
     pub fn is(&self, name: &str) -> bool {
         self.variant.as_deref() == Some(name)
+    }
+}
+
+/// `model`, starting from the scenario `settings` names (if any), which `scenario` builds by name.
+///
+/// # Errors
+/// [`ConfigError::UnknownScenario`] if `scenario` does not know the name.
+pub fn apply_scenario<P: Protocol>(
+    model: Model<P>,
+    settings: &Settings,
+    scenario: impl Fn(&str) -> Option<Scenario<P>>,
+) -> Result<Model<P>, ConfigError> {
+    let Some(name) = &settings.scenario else {
+        return Ok(model);
+    };
+    match scenario(name) {
+        Some(scenario) => Ok(model.start_from(scenario)),
+        None => Err(ConfigError::UnknownScenario {
+            system: "this system".into(),
+            name: name.clone(),
+            known: "see `foretell list`".into(),
+        }),
     }
 }
 

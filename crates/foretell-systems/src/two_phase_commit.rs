@@ -208,6 +208,7 @@ pub fn system() -> System {
         about: "TLA+'s TwoPhase: a transaction manager and N resource managers over a grow-only message set",
         params: PARAMS,
         variants: VARIANTS,
+        scenarios: &[],
         build,
     }
 }

@@ -5,7 +5,7 @@
 //! world of the current path as (action, choices, fingerprint) — small records, not worlds.
 //! Descending into a successor re-steps it from its parent; backtracking past a world drops it,
 //! and the parent of the next sibling is rebuilt by re-executing the path's choice sequence from
-//! the initial world. With [`crate::Pruning::Fingerprints`] a path stops at a world already
+//! the start world (the initial world, or a scenario's). With [`crate::Pruning::Fingerprints`] a path stops at a world already
 //! explored at the same or a smaller depth (MaceMC's state hashing), and the search visits
 //! exactly the worlds stateful search does; with [`crate::Pruning::None`] it explores every
 //! sequence up to the depth bound.
@@ -57,7 +57,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>) -> Report {
     exp.finish(found)
 }
 
-/// Depth-first search from one initial world.
+/// Depth-first search from one start world.
 fn search_from<P: Protocol>(
     exp: &mut Exploration<'_, '_, P>,
     explored: &mut FxHashMap<u128, u32>,
@@ -68,6 +68,7 @@ fn search_from<P: Protocol>(
     let sim = exp.sim;
     let prune = exp.options.pruning == Pruning::Fingerprints;
     let mut path: Steps = Vec::new();
+    let start = init.clone();
     let mut current = Some(init);
     let mut frames = vec![expand(exp, current.as_ref().expect("just set"))];
     while !frames.is_empty() {
@@ -87,7 +88,7 @@ fn search_from<P: Protocol>(
         if prune && !child.violates && seen_at.is_some_and(|d| d as usize <= depth) {
             continue;
         }
-        let parent = current.get_or_insert_with(|| reexecute(exp, &init_choices, &path));
+        let parent = current.get_or_insert_with(|| reexecute(exp, &start, &path));
         let mut chooser = FixedChoices::new(&child.choices);
         let outcome = sim.step(parent, child.action, &mut chooser, false);
         let step = (child.action, child.choices.clone());
@@ -124,11 +125,10 @@ fn expand<P: Protocol>(exp: &mut Exploration<'_, '_, P>, world: &World<P>) -> Fr
     Frame { children, next: 0 }
 }
 
-/// Rebuilds the world at the end of `path` by re-executing it from the initial world.
-fn reexecute<P: Protocol>(exp: &Exploration<'_, '_, P>, init_choices: &[usize], path: &Steps) -> World<P> {
+/// Rebuilds the world at the end of `path` by re-executing it from the start world.
+fn reexecute<P: Protocol>(exp: &Exploration<'_, '_, P>, start: &World<P>, path: &Steps) -> World<P> {
     let sim = exp.sim;
-    let mut chooser = FixedChoices::new(init_choices);
-    let (mut world, ..) = sim.init_with(&mut chooser, false);
+    let mut world = start.clone();
     for (action, choices) in path {
         let mut chooser = FixedChoices::new(choices);
         world = sim.step(&world, *action, &mut chooser, false).world;
