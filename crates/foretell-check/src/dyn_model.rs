@@ -3,7 +3,7 @@
 
 use crate::{Check, CheckOptions, Report};
 use foretell_model::{
-    Budget, Model, ModelError, NetworkKind, Protocol, ReplayError, Simulator, Trace, TraceVerdict,
+    Budget, Model, ModelError, NetworkKind, Protocol, ReplayError, Scenario, Simulator, Trace, TraceVerdict,
 };
 use serde::Serialize;
 
@@ -29,6 +29,12 @@ pub struct ModelSummary {
     pub drops: String,
     /// The duplication budget.
     pub duplicates: String,
+    /// The socket-error budget.
+    pub socket_errors: String,
+    /// The bound on FIFO queues, if any.
+    pub queue_capacity: Option<usize>,
+    /// The scenario searches start from, if not the initial world.
+    pub start: Option<String>,
     /// The declared properties.
     pub properties: Vec<PropertySummary>,
 }
@@ -59,6 +65,18 @@ pub trait DynModel: Send + Sync {
     /// A [`ReplayError`] naming the first step that departs from the trace (a model that does
     /// not validate is reported at step 0).
     fn replay(&self, trace: &Trace) -> Result<ReplaySummary, ReplayError>;
+
+    /// The same model, starting from the world the first `steps` steps of `trace` reach (a
+    /// [`Scenario`] named `name`).
+    ///
+    /// # Errors
+    /// A message naming the first step whose event does not fit the protocol.
+    fn start_from_trace(
+        self: Box<Self>,
+        name: String,
+        trace: &Trace,
+        steps: usize,
+    ) -> Result<Box<dyn DynModel>, String>;
 }
 
 fn budget(b: Budget) -> String {
@@ -74,6 +92,9 @@ impl<P: Protocol> DynModel for Model<P> {
             resets: budget(faults.resets),
             drops: budget(faults.drops),
             duplicates: budget(faults.duplicates),
+            socket_errors: budget(faults.socket_errors),
+            queue_capacity: self.queue_capacity_limit(),
+            start: self.start_scenario().map(|s| s.name().to_string()),
             properties: self
                 .properties()
                 .iter()
@@ -90,5 +111,15 @@ impl<P: Protocol> DynModel for Model<P> {
         let sim = Simulator::new(self).map_err(|e| ReplayError { step: 0, reason: e.to_string() })?;
         let replayed = sim.replay(trace)?;
         Ok(ReplaySummary { steps: trace.steps.len(), verdict: replayed.verdict })
+    }
+
+    fn start_from_trace(
+        self: Box<Self>,
+        name: String,
+        trace: &Trace,
+        steps: usize,
+    ) -> Result<Box<dyn DynModel>, String> {
+        let prefix = Scenario::from_trace(name, trace, steps)?;
+        Ok(Box::new(self.start_from(prefix)))
     }
 }

@@ -223,6 +223,10 @@ fn every_engine_starts_from_a_scenario() {
         // From the scenario, one answer delivered gives a node its second greeting.
         assert_eq!(trace.steps.len(), 7, "{engine}: {}", trace.to_text(false));
         assert_eq!(trace.verdict.as_ref().unwrap().step, 7);
+        let text = trace.to_text(false);
+        let marker =
+            text.lines().position(|l| l.contains("the search started here, at scenario \"greeted\""));
+        assert_eq!(marker, Some(6), "{text}");
         // The replay starts at the initial world, with or without the scenario in the model.
         Simulator::new(&model).unwrap().replay(trace).unwrap();
         let plain = greeters(2)

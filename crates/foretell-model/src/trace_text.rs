@@ -20,6 +20,10 @@ impl Trace {
                 let _ = writeln!(text, "     init  n{i}  {}", compact(state));
             }
         }
+        let scenario_end = |step: usize| self.scenario.as_ref().filter(|s| s.steps == step);
+        if let Some(scenario) = scenario_end(0) {
+            let _ = writeln!(text, "      --- the search started here, at scenario {:?} ---", scenario.name);
+        }
         for step in &self.steps {
             let _ = writeln!(text, "{}", step_line(step));
             for line in &step.log {
@@ -29,6 +33,10 @@ impl Trace {
                 if let Some(state) = &step.state {
                     let _ = writeln!(text, "            state: {}", compact(state));
                 }
+            }
+            if let Some(scenario) = scenario_end(step.step) {
+                let _ =
+                    writeln!(text, "      --- the search started here, at scenario {:?} ---", scenario.name);
             }
         }
         if let Some(verdict) = &self.verdict {

@@ -14,5 +14,5 @@ pub mod two_phase_commit;
 #[cfg(feature = "cluster")]
 pub use cluster_registry::cluster_model;
 pub use registry::{
-    apply_scenario, find, systems, ConfigError, Param, ScenarioInfo, Settings, System, Variant,
+    apply_scenario, find, systems, ConfigError, Param, ScenarioInfo, Settings, Start, System, Variant,
 };

@@ -3,8 +3,9 @@
 //! [`foretell_check::DynModel`].
 
 use foretell_check::DynModel;
-use foretell_model::{Model, Protocol, Scenario};
+use foretell_model::{Model, Protocol, Scenario, Trace};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A parameter a system accepts, with its default.
 #[derive(Clone, Copy, Debug)]
@@ -51,15 +52,31 @@ pub struct System {
     pub build: fn(&Settings) -> Result<Box<dyn DynModel>, ConfigError>,
 }
 
+/// Where a search starts, when not at the initial world.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Start {
+    /// A named scenario of the system.
+    Scenario(String),
+    /// The first `steps` steps of a saved trace of the system.
+    Trace {
+        /// Where the trace came from, to name the scenario.
+        source: String,
+        /// The trace.
+        trace: Arc<Trace>,
+        /// How many of its steps lead to the start.
+        steps: usize,
+    },
+}
+
 /// A system's configuration: a variant and every parameter's value.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Settings {
     /// The bug variant, or `None` for the correct version.
     pub variant: Option<String>,
     /// Every parameter's value, defaults filled in.
     pub values: BTreeMap<String, String>,
-    /// The scenario to start from, or `None` for the initial world.
-    pub scenario: Option<String>,
+    /// Where searches start, or `None` for the initial world.
+    pub start: Option<Start>,
 }
 
 /// Why a configuration is not accepted.
@@ -102,6 +119,14 @@ pub enum ConfigError {
         name: String,
         /// The known scenarios.
         known: String,
+    },
+    /// A trace prefix that does not fit the system.
+    #[error("cannot start from {source_name}: {reason}")]
+    BadPrefix {
+        /// Where the trace came from.
+        source_name: String,
+        /// Why it does not fit.
+        reason: String,
     },
     /// A parameter's value is not acceptable.
     #[error("bad value {value:?} for {name}: {reason}")]
@@ -150,21 +175,45 @@ impl System {
                 }
             }
         }
-        Ok(Settings { variant: variant.map(str::to_string), values, scenario: None })
+        Ok(Settings { variant: variant.map(str::to_string), values, start: None })
     }
 
-    /// `settings` starting from scenario `name`.
+    /// The model for `settings`, starting where they say.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for a bad parameter, an unknown scenario, or a trace prefix that does
+    /// not fit the system.
+    pub fn build_model(&self, settings: &Settings) -> Result<Box<dyn DynModel>, ConfigError> {
+        let model = (self.build)(settings)?;
+        match &settings.start {
+            None => Ok(model),
+            Some(Start::Scenario(name)) => {
+                // Each system's `build` applies its own scenarios (`apply_scenario`).
+                debug_assert_eq!(
+                    model.summary().start.as_deref(),
+                    Some(name.as_str()),
+                    "{} ignored it",
+                    self.name
+                );
+                Ok(model)
+            }
+            Some(Start::Trace { source, trace, steps }) => model
+                .start_from_trace(format!("{source}:{steps}"), trace, *steps)
+                .map_err(|reason| ConfigError::BadPrefix { source_name: source.clone(), reason }),
+        }
+    }
+
+    /// The start at scenario `name`, for [`Settings::start`].
     ///
     /// # Errors
     /// [`ConfigError::UnknownScenario`] if the system has no scenario of that name.
-    pub fn with_scenario(&self, mut settings: Settings, name: &str) -> Result<Settings, ConfigError> {
+    pub fn scenario_start(&self, name: &str) -> Result<Start, ConfigError> {
         if !self.scenarios.iter().any(|s| s.name == name) {
             let known: Vec<&str> = self.scenarios.iter().map(|s| s.name).collect();
             let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
             return Err(ConfigError::UnknownScenario { system: self.name.into(), name: name.into(), known });
         }
-        settings.scenario = Some(name.to_string());
-        Ok(settings)
+        Ok(Start::Scenario(name.to_string()))
     }
 }
 
@@ -189,7 +238,8 @@ impl Settings {
     }
 }
 
-/// `model`, starting from the scenario `settings` names (if any), which `scenario` builds by name.
+/// `model`, starting at the named scenario `settings` asks for, which `scenario` builds by name.
+/// (A trace prefix is applied by [`System::build_model`] for every system.)
 ///
 /// # Errors
 /// [`ConfigError::UnknownScenario`] if `scenario` does not know the name.
@@ -198,16 +248,16 @@ pub fn apply_scenario<P: Protocol>(
     settings: &Settings,
     scenario: impl Fn(&str) -> Option<Scenario<P>>,
 ) -> Result<Model<P>, ConfigError> {
-    let Some(name) = &settings.scenario else {
-        return Ok(model);
-    };
-    match scenario(name) {
-        Some(scenario) => Ok(model.start_from(scenario)),
-        None => Err(ConfigError::UnknownScenario {
-            system: "this system".into(),
-            name: name.clone(),
-            known: "see `foretell list`".into(),
-        }),
+    match &settings.start {
+        None | Some(Start::Trace { .. }) => Ok(model),
+        Some(Start::Scenario(name)) => match scenario(name) {
+            Some(scenario) => Ok(model.start_from(scenario)),
+            None => Err(ConfigError::UnknownScenario {
+                system: "this system".into(),
+                name: name.clone(),
+                known: "see `foretell list`".into(),
+            }),
+        },
     }
 }
 

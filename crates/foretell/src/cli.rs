@@ -80,6 +80,11 @@ pub struct CheckArgs {
     /// (e.g. 2G).
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
     pub max_memory: Option<u64>,
+    /// Start from a named scenario of the system (see `foretell list`), or from the world a
+    /// saved trace reaches after its first STEPS steps (FILE.json[:STEPS], all by default).
+    /// Depths count from there; traces still start at the initial world.
+    #[arg(long, value_name = "SCENARIO|FILE[:STEPS]")]
+    pub from: Option<String>,
     /// Where to write the violation's trace (default: SYSTEM[-BUG].trace.json).
     #[arg(long, value_name = "FILE")]
     pub trace_out: Option<PathBuf>,

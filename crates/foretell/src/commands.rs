@@ -4,6 +4,7 @@ use crate::cli::{CheckArgs, Cli, Command};
 use anyhow::{bail, Context, Result};
 use foretell_check::{CheckOptions, Interrupt, Progress, Report, Violation};
 use foretell_model::{SystemRef, Trace};
+use foretell_systems::Start;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,9 @@ fn list() -> Result<ExitCode> {
         for v in system.variants {
             println!("    --bug {:<18} {}", v.name, v.help);
         }
+        for s in system.scenarios {
+            println!("    --from {:<17} {}", s.name, s.help);
+        }
         let model = (system.build)(&system.settings(None, &[])?)?;
         for p in model.summary().properties {
             println!("    {:<10} {}", p.kind, p.name);
@@ -48,8 +52,11 @@ fn list() -> Result<ExitCode> {
 
 fn check(args: CheckArgs) -> Result<ExitCode> {
     let system = foretell_systems::find(&args.target.system)?;
-    let settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
-    let model = (system.build)(&settings)?;
+    let mut settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
+    if let Some(from) = &args.from {
+        settings.start = Some(start(&system, from)?);
+    }
+    let model = system.build_model(&settings)?;
     let interrupt = Interrupt::new();
     let on_interrupt = interrupt.clone();
     ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
@@ -96,6 +103,31 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
         print_report(&report, &system_ref, &trace_files);
     }
     Ok(if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Where `--from` starts: a trace file's prefix (a value naming a `.json` file, with an
+/// optional `:STEPS`), or a named scenario.
+fn start(system: &foretell_systems::System, from: &str) -> Result<Start> {
+    let (file, steps) = match from.rsplit_once(':') {
+        Some((file, steps)) if file.ends_with(".json") => {
+            let steps: usize =
+                steps.parse().with_context(|| format!("--from {from}: STEPS must be a number"))?;
+            (file, Some(steps))
+        }
+        _ => (from, None),
+    };
+    if !file.ends_with(".json") {
+        return Ok(system.scenario_start(from)?);
+    }
+    let trace = load_trace(Path::new(file))?;
+    if let Some(other) = trace.system.as_ref().filter(|s| s.name != system.name) {
+        bail!("{file} is a trace of {}, not of {}", other.name, system.name);
+    }
+    let steps = steps.unwrap_or(trace.steps.len());
+    if steps > trace.steps.len() {
+        bail!("{file} has {} steps, fewer than the {steps} asked for", trace.steps.len());
+    }
+    Ok(Start::Trace { source: file.to_string(), trace: Arc::new(trace), steps })
 }
 
 fn trace_path(args: &CheckArgs, index: usize) -> PathBuf {

@@ -73,6 +73,44 @@ fn an_edited_trace_fails_replay_at_its_step() {
     assert!(stdout(&replay).contains("step 3: fingerprint differs"), "{}", stdout(&replay));
 }
 
+/// `--from FILE:STEPS` starts the search where a saved trace's prefix ends: the new trace still
+/// starts at the initial world, carries the prefix first, and replays.
+#[test]
+fn a_check_starts_from_a_trace_prefix() {
+    let dir = scratch("from");
+    foretell(&["check", "two-phase-commit", "--bug", "early-commit", "--trace-out", "bug.json"], &dir);
+    let first: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bug.json")).unwrap()).unwrap();
+    let length = first["steps"].as_array().unwrap().len();
+    let output = foretell(
+        &["check", "two-phase-commit", "--bug", "early-commit", "--from", "bug.json:3", "--json"],
+        &dir,
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["violations"][0]["steps"].as_u64().unwrap() as usize, length);
+    assert_eq!(report["stats"]["max_depth"].as_u64().unwrap() as usize, length - 3, "{report}");
+    let file = report["violations"][0]["trace_file"].as_str().unwrap().to_string();
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(&file)).unwrap()).unwrap();
+    assert_eq!(trace["scenario"]["name"], "bug.json:3");
+    assert_eq!(trace["scenario"]["steps"], 3);
+    let replay = foretell(&["replay", &file], &dir);
+    assert_eq!(replay.status.code(), Some(0), "{replay:?}");
+    for from in ["bug.json:99", "bug.json:x", "missing.json", "no-such-scenario"] {
+        let output = foretell(&["check", "two-phase-commit", "--from", from], &dir);
+        assert_eq!(output.status.code(), Some(2), "{from}: {output:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr).trim_end().lines().count(),
+            1,
+            "{from}: {output:?}"
+        );
+    }
+    let paxos = foretell(&["check", "paxos-tla", "--from", "bug.json"], &dir);
+    assert_eq!(paxos.status.code(), Some(2), "{paxos:?}");
+    assert!(String::from_utf8_lossy(&paxos.stderr).contains("is a trace of two-phase-commit"), "{paxos:?}");
+}
+
 /// Malformed input gets exit 2 and one line on stderr, never a panic.
 #[test]
 fn bad_input_is_exit_two_with_one_line() {
