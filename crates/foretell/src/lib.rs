@@ -14,6 +14,7 @@ pub use foretell_systems as systems;
 pub mod prelude {
     pub use foretell_check::{Check, CheckOptions, EngineKind, Report, Status};
     pub use foretell_model::{
-        Budget, Driver, Faults, Ignored, Model, NetworkKind, NodeId, Out, Protocol, Trace, World,
+        Budget, Driver, Event, Faults, Ignored, Model, NetworkKind, NodeId, Out, Protocol, Scenario, Trace,
+        World,
     };
 }
