@@ -281,3 +281,28 @@ pub fn find(name: &str) -> Result<System, ConfigError> {
     let known = known.join(", ");
     all.into_iter().find(|s| s.name == name).ok_or(ConfigError::UnknownSystem { name: name.into(), known })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foretell_check::CheckOptions;
+
+    /// Every registered scenario is applied by its system's `build` and runs from the initial
+    /// world (an event that is not enabled, or a violation on the way, would be an error here).
+    #[test]
+    fn every_scenario_of_every_system_starts_a_search() {
+        for system in systems() {
+            for scenario in system.scenarios {
+                let mut settings = system.settings(None, &[]).unwrap();
+                settings.start = Some(system.scenario_start(scenario.name).unwrap());
+                let model = system.build_model(&settings).unwrap();
+                assert_eq!(model.summary().start.as_deref(), Some(scenario.name), "{}", system.name);
+                let options = CheckOptions { depth_max: Some(0), ..CheckOptions::default() };
+                let report = model.check(&options).unwrap_or_else(|e| panic!("{}: {e}", system.name));
+                assert_eq!(report.stats.unique_states, 1, "{} from {}", system.name, scenario.name);
+            }
+            let unknown = system.scenario_start("no-such-scenario");
+            assert!(matches!(unknown, Err(ConfigError::UnknownScenario { .. })), "{}", system.name);
+        }
+    }
+}
