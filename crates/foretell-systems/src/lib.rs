@@ -6,6 +6,7 @@
 pub mod actor_paxos;
 #[cfg(feature = "cluster")]
 mod cluster_registry;
+pub mod mace_transport;
 pub mod paxos;
 pub mod paxos_tla;
 mod registry;
