@@ -268,6 +268,7 @@ pub fn systems() -> Vec<System> {
         crate::paxos_tla::system(),
         crate::paxos::system(),
         crate::actor_paxos::system(),
+        crate::randtree::system(),
         crate::mace_transport::system(),
     ]
 }
