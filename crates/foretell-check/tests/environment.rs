@@ -130,6 +130,23 @@ fn startup_inputs_come_in_order_and_again_after_a_reset() {
     Simulator::new(&rejoined).unwrap().replay(&trace).unwrap();
 }
 
+/// A reset loses the node's messages to itself, as MaceMC's simulated TCP clears the local
+/// queue: no message of an earlier incarnation reaches the next one.
+#[test]
+fn a_reset_loses_the_nodes_messages_to_itself() {
+    let driver = Driver::new().startup(NodeId(0), Input::Init).startup(NodeId(0), Input::Join(NodeId(0)));
+    let model = Model::new(Greeter)
+        .network(NetworkKind::FifoChannels)
+        .driver(driver)
+        .faults(Faults::none().resets(Budget::at_most(1)))
+        .always("nothing in flight across a reset", |w: &World<Greeter>| {
+            w.pending_input_count() < 2 || w.messages().len() == 0
+        })
+        .sometimes("greeted itself twice", |w: &World<Greeter>| w.state(NodeId(0)).greetings == 1);
+    let report = Check::bfs(&model).run();
+    report.assert_holds("nothing in flight across a reset").assert_covered("greeted itself twice");
+}
+
 /// A socket error breaks a connection both ways: both ends observe a transport error and the
 /// messages in flight on it are lost. The budget bounds how many happen.
 #[test]

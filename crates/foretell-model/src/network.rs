@@ -241,11 +241,13 @@ impl<M: Serialize> Network<M> {
 
     /// Node `node` reset: its connections break. Each peer with an open connection to it will
     /// observe a transport error, and the messages in flight between the two are lost, as when
-    /// a TCP connection is reset.
+    /// a TCP connection is reset. Its messages to itself are lost too (MaceMC's simulated TCP
+    /// clears the local queue on a reset).
     pub(crate) fn reset(&mut self, node: NodeId) {
         if self.kind != NetworkKind::FifoChannels {
             return;
         }
+        self.messages.retain(|e| !(e.from == node && e.to == node));
         let mut broken = Vec::new();
         self.connections.retain(|&(a, b)| {
             let peer = if a == node {

@@ -8,7 +8,9 @@
 //! validated exactly as `foretell check` validates them; the tests check that both
 //! constructions give the same model for every system and variant.
 
-use crate::{paxos, paxos_tla, two_phase_commit, ConfigError, Settings, System};
+use crate::{
+    chord, mace_transport, paxos, paxos_tla, randtree, two_phase_commit, ConfigError, Settings, System,
+};
 use foretell_cluster::ClusterModel;
 
 type Build = fn(&Settings) -> Result<Box<dyn ClusterModel>, ConfigError>;
@@ -19,6 +21,9 @@ const CLUSTER: &[(&str, Build)] = &[
     ("paxos-tla", paxos_tla),
     ("paxos", paxos),
     ("stateright-paxos", stateright_paxos),
+    ("randtree", |s| Ok(Box::new(randtree::from_settings(s)?))),
+    ("chord", |s| Ok(Box::new(chord::from_settings(s)?))),
+    ("mace-transport", |s| Ok(Box::new(mace_transport::from_settings(s)?))),
 ];
 
 /// `system`'s model for `settings`, typed for cluster mode.

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod actor_paxos;
+pub mod chord;
 #[cfg(feature = "cluster")]
 mod cluster_registry;
 pub mod mace_transport;

@@ -921,7 +921,12 @@ const SCENARIOS: &[ScenarioInfo] = &[
     },
 ];
 
-fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
+/// The model `settings` describe, with its protocol type (what the registry's `build` erases,
+/// and what cluster mode needs).
+///
+/// # Errors
+/// A [`crate::ConfigError`] for a bad parameter or an unknown scenario.
+pub fn from_settings(settings: &Settings) -> Result<Model<MaceTransport>, crate::ConfigError> {
     let messages = settings.number("messages", 1..=3)? as u8;
     let resets = settings.number("resets", 0..=2)? as u32;
     let drops = settings.number("drops", 0..=2)? as u32;
@@ -935,8 +940,11 @@ fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
         Bug::None
     };
     let config = Config { messages, resets, drops, bug };
-    let model = crate::apply_scenario(model(config), settings, |name| scenario(name, messages))?;
-    Ok(Box::new(model))
+    crate::apply_scenario(model(config), settings, |name| scenario(name, messages))
+}
+
+fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
+    Ok(Box::new(from_settings(settings)?))
 }
 
 /// The registry entry.

@@ -903,7 +903,12 @@ fn bug(settings: &Settings) -> Bug {
     bugs.into_iter().find_map(|(name, bug)| settings.is(name).then_some(bug)).unwrap_or_default()
 }
 
-fn build(settings: &Settings) -> Result<Box<dyn DynModel>, ConfigError> {
+/// The model `settings` describe, with its protocol type (what the registry's `build` erases,
+/// and what cluster mode needs).
+///
+/// # Errors
+/// A [`crate::ConfigError`] for a bad parameter or an unknown scenario.
+pub fn from_settings(settings: &Settings) -> Result<Model<RandTree>, crate::ConfigError> {
     let config = Config {
         nodes: settings.number("nodes", 2..=5)?,
         topology: topology(settings)?,
@@ -922,7 +927,11 @@ fn build(settings: &Settings) -> Result<Box<dyn DynModel>, ConfigError> {
             });
         }
     }
-    Ok(Box::new(apply_scenario(model(config, bug(settings)), settings, |name| scenario(name, config))?))
+    apply_scenario(model(config, bug(settings)), settings, |name| scenario(name, config))
+}
+
+fn build(settings: &Settings) -> Result<Box<dyn DynModel>, ConfigError> {
+    Ok(Box::new(from_settings(settings)?))
 }
 
 /// The registry entry.

@@ -269,6 +269,7 @@ pub fn systems() -> Vec<System> {
         crate::paxos::system(),
         crate::actor_paxos::system(),
         crate::randtree::system(),
+        crate::chord::system(),
         crate::mace_transport::system(),
     ]
 }
