@@ -167,8 +167,9 @@ fn processes_that_check_different_models_refuse_to_start() {
 
 #[test]
 fn a_process_that_dies_takes_the_cluster_down() {
-    // Five nodes: half a million worlds, seconds of work, so the kill comes mid-search.
-    let common = ["bfs", "--nodes", "5"];
+    // Seven nodes: far more work than the half second before the kill, so the kill comes
+    // mid-search (five nodes finish in about 0.6 s now, a race with the kill).
+    let common = ["bfs", "--nodes", "7"];
     let outcome = cluster_killing("killed", &common, [&[], &[]], Some(Duration::from_millis(500)));
     assert!(!outcome.status[1].success());
     assert_eq!(outcome.status[0].code(), Some(2), "{}", outcome.stderr[0]);
