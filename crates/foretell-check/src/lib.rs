@@ -32,11 +32,16 @@ mod dyn_model;
 mod engine;
 mod exploration;
 mod fingerprint_set;
+mod liveness;
 mod options;
 mod report;
 
 pub use check::Check;
 pub use dyn_model::{DynModel, ModelSummary, PropertySummary, ReplaySummary};
+pub use liveness::{
+    Case, Liveness, LivenessError, LivenessOptions, LivenessProgress, LivenessReport, LivenessSink,
+    LivenessStats, LivenessVerdict, Prefix,
+};
 pub use options::{
     parse_bytes, CheckOptions, EngineKind, FingerprintBits, Interrupt, Memory, Progress, ProgressSink,
     Pruning,

@@ -32,6 +32,7 @@ mod simulator;
 mod symmetry;
 mod trace;
 mod trace_text;
+mod weights;
 mod world;
 mod world_bytes;
 
@@ -51,8 +52,9 @@ pub use simulator::{
 };
 pub use symmetry::{Permutation, Symmetry};
 pub use trace::{
-    ReplayError, Replayed, SentMessage, SystemRef, Trace, TraceError, TraceInitial, TraceScenario, TraceStep,
-    TraceVerdict, TRACE_FORMAT, TRACE_VERSION,
+    LivenessFinding, NearestLive, NodeDiff, ReplayError, Replayed, SentMessage, SystemRef, Trace, TraceError,
+    TraceInitial, TraceScenario, TraceStep, TraceVerdict, TRACE_FORMAT, TRACE_VERSION,
 };
+pub use weights::{EventKind, Weights, WeightsError};
 pub use world::{NodeView, World};
 pub use world_bytes::{WorldBytesError, WorldDecoder};

@@ -5,7 +5,7 @@
 //! [`crate::Simulator::new`], so engines can trust it.
 
 use crate::scenario::Resolved;
-use crate::{NetworkKind, NodeId, Property, PropertyKind, Protocol, Scenario, Symmetry, World};
+use crate::{NetworkKind, NodeId, Property, PropertyKind, Protocol, Scenario, Symmetry, Weights, World};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -222,6 +222,7 @@ pub struct Model<P: Protocol> {
     properties: Vec<Property<P>>,
     symmetry: Option<Symmetry<P>>,
     queue_capacity: Option<usize>,
+    weights: Weights,
     start: Option<Scenario<P>>,
     /// The start scenario run against the model, once, by the first simulator.
     resolved: OnceLock<Result<Resolved<P>, String>>,
@@ -240,6 +241,7 @@ impl<P: Protocol> Model<P> {
             properties: Vec::new(),
             symmetry: None,
             queue_capacity: None,
+            weights: Weights::default(),
             start: None,
             resolved: OnceLock::new(),
         }
@@ -268,6 +270,18 @@ impl<P: Protocol> Model<P> {
     /// The bound on FIFO queues, if any.
     pub fn queue_capacity_limit(&self) -> Option<usize> {
         self.queue_capacity
+    }
+
+    /// Sets the model's walk weights: how likely random walks are to pick each kind of event
+    /// (default [`Weights::BIASED`]); a run may override them.
+    pub fn weights(mut self, weights: Weights) -> Self {
+        self.weights = weights;
+        self
+    }
+
+    /// The model's walk weights.
+    pub fn walk_weights(&self) -> Weights {
+        self.weights
     }
 
     /// Makes every engine start from the world `scenario` reaches instead of the initial world.

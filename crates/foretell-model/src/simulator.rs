@@ -38,6 +38,12 @@ pub enum ViolationKind {
     Assertion,
     /// A handler panicked.
     Panic,
+    /// The path reached a world from which no live world is reachable (a liveness engine's
+    /// finding; replay checks the path, not the verdict).
+    Liveness,
+    /// A handler did not return (a liveness engine's finding: the trace ends before the step
+    /// that hung, which is named in the verdict).
+    Divergence,
 }
 
 impl fmt::Display for ViolationKind {
@@ -46,6 +52,8 @@ impl fmt::Display for ViolationKind {
             ViolationKind::Invariant => "invariant",
             ViolationKind::Assertion => "assertion",
             ViolationKind::Panic => "panic",
+            ViolationKind::Liveness => "liveness",
+            ViolationKind::Divergence => "divergence",
         })
     }
 }

@@ -126,6 +126,52 @@ pub struct Trace {
     /// The violation the trace ends in, if it ends in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<TraceVerdict>,
+    /// For a liveness violation: the critical transition and the nearest live path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<LivenessFinding>,
+}
+
+/// What the liveness engine found on a dead path (MaceMC, NSDI'07, sections 4.1 and 5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LivenessFinding {
+    /// `C1` (a dead world: the critical transition is known) or `C2` (the walks were too
+    /// short to tell).
+    pub case: String,
+    /// The critical transition: the step into the first world that never recovers.
+    pub critical_step: usize,
+    /// The liveness properties that do not hold at the end of the dead path.
+    pub not_live: Vec<String>,
+    /// How long the dead path was before it was trimmed to end a little past the critical step.
+    pub path_length: usize,
+    /// The recovering walk that shares the longest prefix with the dead path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nearest_live: Option<NearestLive>,
+    /// Per node, how the dead path's world and the live path's world differ after the
+    /// critical step.
+    #[serde(default)]
+    pub diff: Vec<NodeDiff>,
+}
+
+/// The nearest live path: it follows the dead path for `shared` steps, then its own steps
+/// lead to a live world.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NearestLive {
+    /// Steps shared with the dead path.
+    pub shared: usize,
+    /// The steps after the shared prefix, numbered from `shared + 1`; the last reaches a live world.
+    pub steps: Vec<TraceStep>,
+}
+
+/// How one node differs between the dead and the live path: lines `path = value` of its state
+/// and timers that only one side has.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeDiff {
+    /// The node.
+    pub node: NodeId,
+    /// Lines only the dead path's world has.
+    pub dead: Vec<String>,
+    /// Lines only the live path's world has.
+    pub live: Vec<String>,
 }
 
 /// Why a trace file cannot be read.
@@ -269,6 +315,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             initial,
             steps: trace_steps,
             verdict,
+            liveness: None,
         }
     }
 
@@ -319,7 +366,11 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
             worlds.push(world.clone());
         }
-        if let Some(expected) = &trace.verdict {
+        // A liveness or divergence verdict is a search's conclusion, not something one path
+        // re-executes into: replay checks its path.
+        let decidable =
+            |v: &&TraceVerdict| !matches!(v.kind, ViolationKind::Liveness | ViolationKind::Divergence);
+        if let Some(expected) = trace.verdict.as_ref().filter(decidable) {
             let same =
                 verdict.as_ref().is_some_and(|v| v.property == expected.property && v.step == expected.step);
             if !same {

@@ -1,0 +1,143 @@
+//! FindCriticalTransition (MaceMC, NSDI'07, section 4.1, Algorithm 2): the first step of a
+//! suspect path after which the system never recovers.
+//!
+//! `Recovers(p, i, k)` runs `k` random walks from the `i`-th world of the path out to depth
+//! `dmax` and says whether any reached a live world. An exponential search doubles `i` from the
+//! point where the path stopped being live until a world does not recover; a binary search
+//! between the last recovering world and that one then finds the first dead world. Its step is
+//! the critical transition (case C1). If no world dead enough early enough is found — the first
+//! non-recovering world lies past `dmax / 2`, or even the start does not recover — the walks may
+//! have been too short to tell (case C2). The cost is O(k · dmax · log dcrit); the `k` walks of
+//! each probe run in parallel.
+
+use super::pool::{Job, Pool, Stalled};
+use super::walk::{WalkEnd, Walked};
+use foretell_model::{Protocol, World};
+use std::sync::Arc;
+
+/// The two cases of Algorithm 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    /// The path hit a dead world: the step is the critical transition.
+    C1,
+    /// The walks were too short to tell a dead world from a slow recovery.
+    C2,
+}
+
+/// A recovering walk from a world of the suspect path: the candidate nearest live path.
+pub(crate) struct Recovery<P: Protocol> {
+    /// The index on the suspect path the walk started from.
+    pub(crate) from: usize,
+    pub(crate) walk: Walked<P>,
+}
+
+/// What Algorithm 2 found.
+pub(crate) struct Critical<P: Protocol> {
+    /// `dcrit`: the first dead world's index (its step is the critical transition).
+    pub(crate) step: usize,
+    pub(crate) case: Case,
+    /// The recovering walk that started closest to the critical step.
+    pub(crate) nearest: Option<Recovery<P>>,
+    /// Walks run and steps they took.
+    pub(crate) walks: u64,
+    pub(crate) walk_steps: u64,
+}
+
+/// Runs Algorithm 2 on the path through `worlds` (`worlds[i]` is the world after `i` steps),
+/// which is not live from index `dinit` on; `seed` names the probes' walks.
+pub(crate) fn find_critical_transition<P: Protocol>(
+    pool: &mut Pool<P>,
+    worlds: &[World<P>],
+    dinit: usize,
+    dmax: usize,
+    k: usize,
+    seed: u64,
+) -> Result<Critical<P>, (usize, Stalled<P>)> {
+    let mut search =
+        Search { pool, worlds, dmax, k, seed, probes: 0, nearest: None, walks: 0, walk_steps: 0 };
+    let found = search.run(dinit)?;
+    Ok(Critical {
+        step: found.0,
+        case: found.1,
+        nearest: search.nearest,
+        walks: search.walks,
+        walk_steps: search.walk_steps,
+    })
+}
+
+struct Search<'a, P: Protocol> {
+    pool: &'a mut Pool<P>,
+    worlds: &'a [World<P>],
+    dmax: usize,
+    k: usize,
+    seed: u64,
+    probes: u64,
+    nearest: Option<Recovery<P>>,
+    walks: u64,
+    walk_steps: u64,
+}
+
+impl<P: Protocol> Search<'_, P> {
+    fn run(&mut self, dinit: usize) -> Result<(usize, Case), (usize, Stalled<P>)> {
+        let dmax = self.dmax;
+        // Phase 1: exponential search.
+        if !self.recovers(dinit)? {
+            return Ok((dinit, Case::C2));
+        }
+        let mut dprev = dinit;
+        let mut dcurr = dinit.max(1);
+        loop {
+            if dcurr != dinit && !self.recovers(dcurr)? {
+                break;
+            }
+            if dcurr > dmax / 2 {
+                return Ok((dcurr, Case::C2));
+            }
+            dprev = dcurr;
+            dcurr = (dcurr * 2).min(self.worlds.len() - 1);
+            if dcurr == dprev {
+                // The path ends before a non-recovering world: nothing dead on it.
+                return Ok((dcurr, Case::C2));
+            }
+        }
+        if dcurr > dmax / 2 {
+            return Ok((dcurr, Case::C2));
+        }
+        // Phase 2: binary search; `dprev` recovers, `dcurr` does not.
+        while dcurr - dprev > 1 {
+            let mid = dprev + (dcurr - dprev) / 2;
+            if self.recovers(mid)? {
+                dprev = mid;
+            } else {
+                dcurr = mid;
+            }
+        }
+        Ok((dcurr, Case::C1))
+    }
+
+    /// `Recovers(p, i, k)`: whether any of `k` walks from world `i` reaches a live world by
+    /// depth `dmax`. Remembers the recovering walk that starts latest on the path.
+    fn recovers(&mut self, i: usize) -> Result<bool, (usize, Stalled<P>)> {
+        let max_steps = self.dmax.saturating_sub(i).max(1);
+        self.probes += 1;
+        let jobs: Vec<Arc<Job<P>>> = (0..self.k)
+            .map(|j| {
+                Arc::new(Job {
+                    start: self.worlds[i].clone(),
+                    max_steps,
+                    seed: self.seed ^ 0x5eed_c417,
+                    walk: self.probes << 20 | j as u64,
+                })
+            })
+            .collect();
+        let walks = self.pool.run(&jobs).map_err(|stalled| (i, stalled))?;
+        self.walks += walks.len() as u64;
+        self.walk_steps += walks.iter().map(|w| w.steps.len() as u64).sum::<u64>();
+        let recovered = walks.into_iter().find(|w| matches!(w.end, WalkEnd::Live));
+        let Some(walk) = recovered else { return Ok(false) };
+        if self.nearest.as_ref().is_none_or(|n| n.from < i) {
+            self.nearest = Some(Recovery { from: i, walk });
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,110 @@
+//! The exhaustive part of the liveness search (MaceMC, NSDI'07, section 4): breadth-first to
+//! depth `d`, checking safety on the way, and collecting the *periphery* — the worlds at depth
+//! `d` where not every liveness property holds, and the non-live worlds with no enabled event
+//! at all — each with its path, in breadth-first order.
+
+use super::walk::Steps;
+use super::LiveSet;
+use foretell_model::{Action, Model, Protocol, Simulator, StepViolation, World};
+use rustc_hash::FxHashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A path from the search's root, shared between the worlds that extend it.
+struct Path {
+    parent: Option<Arc<Path>>,
+    step: (Action, Vec<usize>),
+}
+
+fn steps_of(path: &Option<Arc<Path>>) -> Steps {
+    let mut steps = Vec::new();
+    let mut at = path.as_ref();
+    while let Some(node) = at {
+        steps.push(node.step.clone());
+        at = node.parent.as_ref();
+    }
+    steps.reverse();
+    steps
+}
+
+/// What the search found.
+pub(crate) enum Periphery<P: Protocol> {
+    /// The non-live worlds at the periphery, with their paths from the root.
+    Worlds(Vec<(World<P>, Steps)>, SearchStats),
+    /// A safety violation, with its path from the root.
+    Violation(StepViolation, Steps, SearchStats),
+}
+
+/// Counts of the exhaustive part.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SearchStats {
+    pub(crate) unique: u64,
+    pub(crate) transitions: u64,
+}
+
+/// The search's heartbeat: worlds expanded so far, and the path of the world being expanded
+/// (for the divergence watchdog).
+#[derive(Default)]
+pub(crate) struct SearchBeat {
+    pub(crate) expanded: AtomicU64,
+    pub(crate) current: Mutex<Steps>,
+}
+
+/// Breadth-first search from `root` to `depth`.
+pub(crate) fn search<P: Protocol>(
+    model: &Model<P>,
+    root: &World<P>,
+    depth: usize,
+    live: &LiveSet,
+    invariants: bool,
+    beat: &SearchBeat,
+) -> Periphery<P> {
+    let sim = Simulator::new(model).expect("the coordinator validated the model");
+    let invariant = |w: &World<P>| invariants.then(|| sim.violated_invariant(w)).flatten();
+    let mut stats = SearchStats { unique: 1, transitions: 0 };
+    if let Some(v) = invariant(root) {
+        return Periphery::Violation(v, Vec::new(), stats);
+    }
+    let mut seen = FxHashSet::default();
+    seen.insert(root.fingerprint().0);
+    let mut level: Vec<(World<P>, Option<Arc<Path>>)> = vec![(root.clone(), None)];
+    let mut periphery = Vec::new();
+    for _ in 0..depth {
+        let mut next = Vec::new();
+        for (world, path) in &level {
+            *beat.current.lock().unwrap_or_else(|p| p.into_inner()) = steps_of(path);
+            beat.expanded.fetch_add(1, Ordering::Release);
+            let mut found = None;
+            let mut successors = 0;
+            sim.successors(world, |mut s| {
+                successors += 1;
+                if found.is_some() {
+                    return;
+                }
+                stats.transitions += 1;
+                let step = (s.action, std::mem::take(&mut s.choices));
+                let violation = s.violation.take().map(|v| *v);
+                if violation.is_none() && !seen.insert(s.fingerprint().0) {
+                    return;
+                }
+                let child = Some(Arc::new(Path { parent: path.clone(), step }));
+                let next_world = s.into_world();
+                stats.unique += u64::from(violation.is_none());
+                match violation.or_else(|| invariant(&next_world)) {
+                    Some(v) => found = Some((v, steps_of(&child))),
+                    None => next.push((next_world, child)),
+                }
+            });
+            if let Some((v, steps)) = found {
+                return Periphery::Violation(v, steps, stats);
+            }
+            if successors == 0 && !live.holds(model, world) {
+                periphery.push((world.clone(), steps_of(path)));
+            }
+        }
+        level = next;
+    }
+    let frontier = level.into_iter().filter(|(w, _)| !live.holds(model, w));
+    periphery.extend(frontier.map(|(w, path)| (w, steps_of(&path))));
+    Periphery::Worlds(periphery, stats)
+}

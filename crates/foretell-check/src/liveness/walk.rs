@@ -1,0 +1,141 @@
+//! Random walks over the one choice seam (MaceMC, NSDI'07, section 4.2): each step draws an
+//! enabled event with probability proportional to its kind's weight, and every `choose` inside
+//! the handler uniformly. A walk is a pure function of its start world, its seed and its
+//! bounds, so any walk can be re-run step for step (to rebuild a path, or to find the step
+//! that diverged).
+
+use foretell_model::{Action, Chooser, Protocol, Simulator, StepViolation, Weights, World};
+use rand_core::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+/// The steps of a path: each action with its handler's choice values.
+pub(crate) type Steps = Vec<(Action, Vec<usize>)>;
+
+/// The walk generator: PCG-64 MCG, a named portable generator, so a seed means the same walk on
+/// every machine.
+pub(crate) struct WalkRng(Pcg64Mcg);
+
+impl WalkRng {
+    /// The generator of walk number `walk` of a run seeded with `seed`.
+    pub(crate) fn new(seed: u64, walk: u64) -> Self {
+        let mixed = seed ^ walk.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17);
+        WalkRng(Pcg64Mcg::seed_from_u64(mixed))
+    }
+
+    /// A uniform draw from `0..n` (Lemire's multiply-shift; `n` is at least 1).
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.0.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+impl Chooser for WalkRng {
+    fn choose(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
+}
+
+/// How a walk ended.
+#[derive(Debug)]
+pub(crate) enum WalkEnd {
+    /// It reached a world where every liveness property holds (after as many steps as it took).
+    Live,
+    /// It took every step it was allowed without reaching one.
+    Exhausted,
+    /// It reached a world with no enabled event (a deadlock) that is not live.
+    Stuck,
+    /// A step violated a safety property.
+    Violation(StepViolation),
+}
+
+/// A finished walk: its steps and how it ended.
+pub(crate) struct Walked<P: Protocol> {
+    pub(crate) steps: Steps,
+    pub(crate) end: WalkEnd,
+    /// The world it ended in.
+    pub(crate) last: World<P>,
+}
+
+/// What every walk of a run shares.
+pub(crate) struct Walker<'s, 'm, P: Protocol> {
+    pub(crate) sim: &'s Simulator<'m, P>,
+    pub(crate) weights: Weights,
+    pub(crate) live: &'s (dyn Fn(&World<P>) -> bool + Sync),
+    /// Whether `always` properties are checked on the way (handler assertions and panics
+    /// always are).
+    pub(crate) invariants: bool,
+}
+
+impl<P: Protocol> Walker<'_, '_, P> {
+    /// Walks from `start` (a world known not to be live, or not yet checked) for at most
+    /// `max_steps` steps, stopping at the first live world. `tick` is called before each step
+    /// with the number of steps taken so far (the divergence watchdog's heartbeat).
+    pub(crate) fn walk(
+        &self,
+        start: &World<P>,
+        max_steps: usize,
+        rng: &mut WalkRng,
+        mut tick: impl FnMut(usize),
+    ) -> Walked<P> {
+        let mut world = start.clone();
+        let mut steps = Vec::new();
+        let mut actions = Vec::new();
+        if (self.live)(&world) {
+            return Walked { steps, end: WalkEnd::Live, last: world };
+        }
+        while steps.len() < max_steps {
+            tick(steps.len());
+            self.sim.actions(&world, &mut actions);
+            let Some(action) = self.draw(&actions, rng) else {
+                return Walked { steps, end: WalkEnd::Stuck, last: world };
+            };
+            let outcome = self.sim.step(&world, action, rng, false);
+            steps.push((action, outcome.choices));
+            world = outcome.world;
+            let invariant = || self.invariants.then(|| self.sim.violated_invariant(&world)).flatten();
+            if let Some(violation) = outcome.violation.or_else(invariant) {
+                return Walked { steps, end: WalkEnd::Violation(violation), last: world };
+            }
+            if (self.live)(&world) {
+                return Walked { steps, end: WalkEnd::Live, last: world };
+            }
+        }
+        Walked { steps, end: WalkEnd::Exhausted, last: world }
+    }
+
+    /// The action a walk takes next, with the `rng` draws [`Walker::walk`] would make; `None`
+    /// when nothing is enabled.
+    pub(crate) fn draw(&self, actions: &[Action], rng: &mut WalkRng) -> Option<Action> {
+        let total: u64 = actions.iter().map(|a| u64::from(self.weights.of(*a))).sum();
+        if total == 0 {
+            // Only zero-weight kinds are enabled: they are still the system's only way on.
+            return (!actions.is_empty()).then(|| actions[rng.below(actions.len() as u64) as usize]);
+        }
+        let mut point = rng.below(total);
+        for &action in actions {
+            let weight = u64::from(self.weights.of(action));
+            if point < weight {
+                return Some(action);
+            }
+            point -= weight;
+        }
+        unreachable!("the draw is below the total weight")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_follow_the_seed_and_stay_in_range() {
+        let mut a = WalkRng::new(7, 3);
+        let mut b = WalkRng::new(7, 3);
+        let mut c = WalkRng::new(7, 4);
+        let xs: Vec<usize> = (0..32).map(|_| a.choose(10)).collect();
+        let ys: Vec<usize> = (0..32).map(|_| b.choose(10)).collect();
+        let zs: Vec<usize> = (0..32).map(|_| c.choose(10)).collect();
+        assert_eq!(xs, ys);
+        assert_ne!(xs, zs);
+        assert!(xs.iter().all(|x| *x < 10));
+    }
+}
