@@ -1,11 +1,12 @@
 //! `DynModel`: a model with its protocol type erased, so that a registry of systems and the
 //! command line can check, describe and replay any of them through one interface.
 
-use crate::{Check, CheckOptions, Report};
+use crate::{Check, CheckOptions, Liveness, LivenessError, LivenessOptions, LivenessReport, Report};
 use foretell_model::{
     Budget, Model, ModelError, NetworkKind, Protocol, ReplayError, Scenario, Simulator, Trace, TraceVerdict,
 };
 use serde::Serialize;
+use std::sync::Arc;
 
 /// A declared property, by name and kind.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -59,6 +60,14 @@ pub trait DynModel: Send + Sync {
     /// The model's [`ModelError`] if it does not validate.
     fn check(&self, options: &CheckOptions) -> Result<Report, ModelError>;
 
+    /// Runs the liveness engine (it owns its model: its walk threads may outlive a handler
+    /// that never returns).
+    ///
+    /// # Errors
+    /// A [`LivenessError`] if the model does not validate, has no liveness property, or an
+    /// option is out of range.
+    fn liveness(self: Arc<Self>, options: &LivenessOptions) -> Result<LivenessReport, LivenessError>;
+
     /// Re-executes a trace against this model.
     ///
     /// # Errors
@@ -105,6 +114,10 @@ impl<P: Protocol> DynModel for Model<P> {
 
     fn check(&self, options: &CheckOptions) -> Result<Report, ModelError> {
         Check::with_options(self, options.clone()).try_run()
+    }
+
+    fn liveness(self: Arc<Self>, options: &LivenessOptions) -> Result<LivenessReport, LivenessError> {
+        Liveness::with_options(self, options.clone()).run()
     }
 
     fn replay(&self, trace: &Trace) -> Result<ReplaySummary, ReplayError> {

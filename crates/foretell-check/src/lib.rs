@@ -39,8 +39,8 @@ mod report;
 pub use check::Check;
 pub use dyn_model::{DynModel, ModelSummary, PropertySummary, ReplaySummary};
 pub use liveness::{
-    Case, Liveness, LivenessError, LivenessOptions, LivenessProgress, LivenessReport, LivenessSink,
-    LivenessStats, LivenessVerdict, Prefix,
+    describe as describe_trace, Case, Liveness, LivenessError, LivenessOptions, LivenessProgress,
+    LivenessReport, LivenessSink, LivenessStats, LivenessVerdict, Prefix,
 };
 pub use options::{
     parse_bytes, CheckOptions, EngineKind, FingerprintBits, Interrupt, Memory, Progress, ProgressSink,

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use foretell_check::{parse_bytes, EngineKind, FingerprintBits, Memory};
+use foretell_model::Weights;
 use std::path::PathBuf;
 
 /// foretell: find bugs in distributed systems before their users do.
@@ -18,6 +19,9 @@ pub enum Command {
     List,
     /// Check a system exhaustively for safety violations.
     Check(CheckArgs),
+    /// Look for liveness violations as MaceMC does: walks from the periphery of a bounded
+    /// search, the critical transition of a dead path, and the nearest live path.
+    Liveness(LivenessArgs),
     #[cfg(feature = "cluster")]
     Cluster(crate::cluster_cmd::ClusterArgs),
     /// Re-execute a trace file and report the first step that departs from it.
@@ -91,6 +95,54 @@ pub struct CheckArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LivenessArgs {
+    #[command(flatten)]
+    pub target: SystemChoice,
+    /// Depth d of the exhaustive search whose periphery the walks start from.
+    #[arg(long, default_value_t = 4, value_name = "D")]
+    pub depth: usize,
+    /// Depth the random walks go to (raised automatically when walks look too short).
+    #[arg(long, default_value_t = 20_000, value_name = "N")]
+    pub dmax: usize,
+    /// Random walks per probe when looking for the critical transition.
+    #[arg(long, default_value_t = 16, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub walks: u32,
+    /// Event weights of the walks: `uniform`, `biased`, or KIND=N pairs (app, msg, timer,
+    /// fault), e.g. app=16,msg=8,timer=2,fault=1 (default: the system's).
+    #[arg(long, value_name = "SPEC", value_parser = parse_weights)]
+    pub weights: Option<Weights>,
+    /// The seed every walk derives from.
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+    /// Where the search starts: `live` (the first live world a fault-free walk reaches,
+    /// MaceMC's prefix-based search), `live-with-faults`, or a named scenario of the system.
+    #[arg(long, value_name = "live|SCENARIO")]
+    pub prefix: Option<String>,
+    /// Worker threads for the walks (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: Option<u16>,
+    /// Milliseconds a handler may run before it is reported as a divergence.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub watchdog: u64,
+    /// Look for liveness violations only: do not check `always` properties on the way.
+    #[arg(long)]
+    pub ignore_safety: bool,
+    /// Stop after SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Where to write the trace (default: SYSTEM[-BUG].liveness.json).
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_weights(text: &str) -> Result<Weights, String> {
+    text.parse().map_err(|e: foretell_model::WeightsError| e.to_string())
 }
 
 /// Which bundled system a command checks: its name, bug variant and parameters.

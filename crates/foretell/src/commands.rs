@@ -1,8 +1,11 @@
 //! The verbs: glue between parsed flags, the system registry, the engines and the terminal.
 
-use crate::cli::{CheckArgs, Cli, Command};
+use crate::cli::{CheckArgs, Cli, Command, LivenessArgs};
 use anyhow::{bail, Context, Result};
-use foretell_check::{CheckOptions, Interrupt, Progress, Report, Violation};
+use foretell_check::{
+    CheckOptions, DynModel, Interrupt, LivenessOptions, LivenessProgress, LivenessReport, LivenessVerdict,
+    Prefix, Progress, Report, Violation,
+};
 use foretell_model::{SystemRef, Trace};
 use foretell_systems::Start;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -16,6 +19,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::List => list(),
         Command::Check(args) => check(args),
+        Command::Liveness(args) => liveness(args),
         Command::Replay { file } => replay(&file),
         #[cfg(feature = "cluster")]
         Command::Cluster(args) => crate::cluster_cmd::run(args),
@@ -24,7 +28,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             crate::bench::run(runs, large, &threads)
         }
         Command::Show { file, states } => {
-            print!("{}", load_trace(&file)?.to_text(states));
+            let trace = load_trace(&file)?;
+            if trace.liveness.is_some() {
+                print!("{}", foretell_check::describe_trace(&trace));
+            } else {
+                print!("{}", trace.to_text(states));
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -62,13 +71,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
     let bar = progress_bar();
     let sink_bar = bar.clone();
-    let timeout = match args.timeout {
-        Some(secs) if !(secs.is_finite() && secs > 0.0) => {
-            bail!("--timeout must be a positive number of seconds")
-        }
-        Some(secs) => Some(Duration::from_secs_f64(secs)),
-        None => None,
-    };
+    let timeout = seconds(args.timeout)?;
     let options = CheckOptions {
         engine: args.engine,
         depth_max: args.max_depth,
@@ -103,6 +106,111 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
         print_report(&report, &system_ref, &trace_files);
     }
     Ok(if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn liveness(args: LivenessArgs) -> Result<ExitCode> {
+    let system = foretell_systems::find(&args.target.system)?;
+    let mut settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
+    let prefix = match args.prefix.as_deref() {
+        None => Prefix::Start,
+        Some("live") => Prefix::Live { faults: false },
+        Some("live-with-faults") => Prefix::Live { faults: true },
+        Some(scenario) => {
+            settings.start = Some(system.scenario_start(scenario)?);
+            Prefix::Start
+        }
+    };
+    let model: Arc<dyn DynModel> = Arc::from(system.build_model(&settings)?);
+    let interrupt = Interrupt::new();
+    let on_interrupt = interrupt.clone();
+    ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
+    let bar = progress_bar();
+    let sink_bar = bar.clone();
+    let defaults = LivenessOptions::default();
+    let options = LivenessOptions {
+        depth: args.depth,
+        dmax: args.dmax,
+        walks: args.walks as usize,
+        weights: args.weights,
+        seed: args.seed,
+        threads: args.threads.map_or(defaults.threads, usize::from),
+        prefix,
+        watchdog: Duration::from_millis(args.watchdog),
+        invariants: !args.ignore_safety,
+        timeout: seconds(args.timeout)?,
+        interrupt: Some(interrupt),
+        progress: Some(Arc::new(move |p: &LivenessProgress| {
+            sink_bar.set_message(format!("{} walks, {} suspect(s), dmax {}", p.walks, p.suspects, p.dmax));
+            sink_bar.tick();
+        })),
+        ..defaults
+    };
+    let mut report = model.liveness(&options)?;
+    bar.finish_and_clear();
+    let system_ref = SystemRef {
+        name: system.name.to_string(),
+        variant: settings.variant.clone(),
+        params: settings.values.clone(),
+    };
+    let file = args.trace_out.clone().unwrap_or_else(|| {
+        let base = match &args.target.bug {
+            Some(bug) => format!("{}-{bug}", args.target.system),
+            None => args.target.system.clone(),
+        };
+        PathBuf::from(format!("{base}.liveness.json"))
+    });
+    let written = match report.trace.as_mut() {
+        Some(trace) => {
+            trace.system = Some(system_ref.clone());
+            std::fs::write(&file, trace.to_json())
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            Some(file)
+        }
+        None => None,
+    };
+    if args.json {
+        println!("{}", liveness_json(&report, &system_ref, written.as_deref()));
+    } else {
+        let variant = system_ref.variant.as_deref().unwrap_or("correct version");
+        println!("{} ({variant})", system_ref.name);
+        println!("{report}");
+        if let Some(file) = &written {
+            println!("trace written to {} (foretell show {0}; foretell replay {0})", file.display());
+        }
+    }
+    let found = !matches!(report.verdict, LivenessVerdict::NoSuspect | LivenessVerdict::Stopped(_));
+    Ok(if found { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn liveness_json(report: &LivenessReport, system: &SystemRef, file: Option<&Path>) -> serde_json::Value {
+    let finding = report.trace.as_ref().and_then(|t| t.liveness.as_ref());
+    json!({
+        "system": system.name,
+        "variant": system.variant,
+        "params": system.params,
+        "verdict": report.verdict,
+        "properties": report.properties,
+        "critical_step": report.critical_step(),
+        "critical_event": report.critical_event(),
+        "case": finding.map(|f| f.case.clone()),
+        "not_live": finding.map(|f| f.not_live.clone()),
+        "verdict_message": report.trace.as_ref().and_then(|t| t.verdict.as_ref()).map(|v| v.message.clone()),
+        "steps": report.trace.as_ref().map(|t| t.steps.len()),
+        "dmax": report.dmax,
+        "stats": report.stats,
+        "trace_file": file.map(|f| f.display().to_string()),
+    })
+}
+
+/// `--timeout` as a duration: a positive number of seconds.
+fn seconds(timeout: Option<f64>) -> Result<Option<Duration>> {
+    match timeout {
+        Some(secs) if !(secs.is_finite() && secs > 0.0) => {
+            bail!("--timeout must be a positive number of seconds")
+        }
+        Some(secs) => Ok(Some(Duration::from_secs_f64(secs))),
+        None => Ok(None),
+    }
 }
 
 /// Where `--from` starts: a trace file's prefix (a value naming a `.json` file, with an

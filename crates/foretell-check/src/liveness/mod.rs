@@ -20,7 +20,7 @@ mod report;
 mod walk;
 
 pub use critical::Case;
-pub use report::{LivenessReport, LivenessStats, LivenessVerdict};
+pub use report::{describe, LivenessReport, LivenessStats, LivenessVerdict};
 
 use crate::{Completion, Interrupt};
 use critical::{find_critical_transition, Critical};
@@ -266,6 +266,34 @@ impl<P: Protocol> Liveness<P> {
         }
         Ok(Run::new(self.model, self.options, live).run())
     }
+
+    /// MaceMC's Figure 4 measurement: `walks` random walks from the start world (after the
+    /// prefix, if any) with this run's weights, each up to `dmax` steps, on the run's threads;
+    /// for each, the steps it took to reach a live world, or `None` if it never did (or met a
+    /// violation).
+    ///
+    /// # Errors
+    /// As [`Liveness::run`]; a walk that diverges is an error too.
+    pub fn steps_to_liveness(self, walks: usize) -> Result<Vec<Option<usize>>, LivenessError> {
+        Simulator::new(&self.model)?;
+        let live = LiveSet::of(&self.model);
+        if live.0.is_empty() {
+            return Err(LivenessError::NoLivenessProperty);
+        }
+        let mut run = Run::new(self.model, self.options, live);
+        let root = run
+            .root()
+            .map_err(|_| LivenessError::BadOption("the start does not lead to a live world".into()))?;
+        let o = &run.options;
+        let mut pool = Pool::new(&run.model, o.threads, run.weights, &run.live, o.invariants, o.watchdog);
+        let jobs: Vec<Arc<Job<P>>> = (0..walks)
+            .map(|i| Arc::new(Job { start: root.clone(), max_steps: run.dmax, seed: o.seed, walk: i as u64 }))
+            .collect();
+        let walked = pool
+            .run(&jobs)
+            .map_err(|s| LivenessError::BadOption(format!("walk diverged after {} steps", s.steps)))?;
+        Ok(walked.into_iter().map(|w| matches!(w.end, WalkEnd::Live).then_some(w.steps.len())).collect())
+    }
 }
 
 /// One liveness run.
@@ -303,24 +331,31 @@ impl<P: Protocol> Run<P> {
         Simulator::new(&self.model).expect("validated when the run started")
     }
 
-    fn run(&mut self) -> LivenessReport {
+    /// The search's root: the start world, or the end of the live prefix.
+    fn root(&mut self) -> Result<World<P>, Box<LivenessReport>> {
         let mut roots = Vec::new();
         self.sim().initial_worlds(|choices, world, violation| roots.push((choices, world, violation)));
-        let (init_choices, mut root, violation) = roots.swap_remove(0);
+        let (init_choices, root, violation) = roots.swap_remove(0);
         self.init_choices = init_choices;
         if let Some(v) = violation {
-            return self.safety(&[], v);
+            return Err(Box::new(self.safety(&[], v)));
         }
-        if let Prefix::Live { faults } = self.options.prefix {
-            match self.live_prefix(&root, faults) {
-                Ok(Some((steps, world))) => {
-                    self.prefix = steps;
-                    root = world;
-                }
-                Ok(None) => return self.finish(LivenessVerdict::NoLivePrefix, None),
-                Err(report) => return *report,
+        let Prefix::Live { faults } = self.options.prefix else { return Ok(root) };
+        match self.live_prefix(&root, faults) {
+            Ok(Some((steps, world))) => {
+                self.prefix = steps;
+                Ok(world)
             }
+            Ok(None) => Err(Box::new(self.finish(LivenessVerdict::NoLivePrefix, None))),
+            Err(report) => Err(report),
         }
+    }
+
+    fn run(&mut self) -> LivenessReport {
+        let root = match self.root() {
+            Ok(root) => root,
+            Err(report) => return *report,
+        };
         let o = &self.options;
         let mut pool = Pool::new(&self.model, o.threads, self.weights, &self.live, o.invariants, o.watchdog);
         let periphery = match self.search(&root) {

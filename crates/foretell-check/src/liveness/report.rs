@@ -150,8 +150,8 @@ impl fmt::Display for LivenessReport {
     }
 }
 
-/// A dead path as MaceMC's Figure 6 shows it: the steps with the critical one marked, the
-/// nearest live path after the shared prefix, and the per-node difference.
+/// A trace as text; a dead path as MaceMC's Figure 6 shows it: the steps with the critical one
+/// marked, the nearest live path after the shared prefix, and the per-node difference.
 pub fn describe(trace: &Trace) -> String {
     let mut text = String::new();
     let Some(finding) = &trace.liveness else {
