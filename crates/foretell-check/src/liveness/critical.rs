@@ -43,6 +43,13 @@ pub(crate) struct Critical<P: Protocol> {
     pub(crate) walk_steps: u64,
 }
 
+/// Why a probe could not answer: a walk hung in a handler, or met a safety violation (both
+/// with the index on the path the walk started from).
+pub(crate) enum ProbeError<P: Protocol> {
+    Stalled(usize, Box<Stalled<P>>),
+    Violation(usize, Box<Walked<P>>),
+}
+
 /// Runs Algorithm 2 on the path through `worlds` (`worlds[i]` is the world after `i` steps),
 /// which is not live from index `dinit` on; `seed` names the probes' walks.
 pub(crate) fn find_critical_transition<P: Protocol>(
@@ -52,7 +59,7 @@ pub(crate) fn find_critical_transition<P: Protocol>(
     dmax: usize,
     k: usize,
     seed: u64,
-) -> Result<Critical<P>, (usize, Stalled<P>)> {
+) -> Result<Critical<P>, ProbeError<P>> {
     let mut search =
         Search { pool, worlds, dmax, k, seed, probes: 0, nearest: None, walks: 0, walk_steps: 0 };
     let found = search.run(dinit)?;
@@ -78,7 +85,7 @@ struct Search<'a, P: Protocol> {
 }
 
 impl<P: Protocol> Search<'_, P> {
-    fn run(&mut self, dinit: usize) -> Result<(usize, Case), (usize, Stalled<P>)> {
+    fn run(&mut self, dinit: usize) -> Result<(usize, Case), ProbeError<P>> {
         let dmax = self.dmax;
         // Phase 1: exponential search.
         if !self.recovers(dinit)? {
@@ -117,7 +124,7 @@ impl<P: Protocol> Search<'_, P> {
 
     /// `Recovers(p, i, k)`: whether any of `k` walks from world `i` reaches a live world by
     /// depth `dmax`. Remembers the recovering walk that starts latest on the path.
-    fn recovers(&mut self, i: usize) -> Result<bool, (usize, Stalled<P>)> {
+    fn recovers(&mut self, i: usize) -> Result<bool, ProbeError<P>> {
         let max_steps = self.dmax.saturating_sub(i).max(1);
         self.probes += 1;
         let jobs: Vec<Arc<Job<P>>> = (0..self.k)
@@ -130,9 +137,12 @@ impl<P: Protocol> Search<'_, P> {
                 })
             })
             .collect();
-        let walks = self.pool.run(&jobs).map_err(|stalled| (i, stalled))?;
+        let mut walks = self.pool.run(&jobs).map_err(|stalled| ProbeError::Stalled(i, Box::new(stalled)))?;
         self.walks += walks.len() as u64;
         self.walk_steps += walks.iter().map(|w| w.steps.len() as u64).sum::<u64>();
+        if let Some(at) = walks.iter().position(|w| matches!(w.end, WalkEnd::Violation(_))) {
+            return Err(ProbeError::Violation(i, Box::new(walks.swap_remove(at))));
+        }
         let recovered = walks.into_iter().find(|w| matches!(w.end, WalkEnd::Live));
         let Some(walk) = recovered else { return Ok(false) };
         if self.nearest.as_ref().is_none_or(|n| n.from < i) {

@@ -23,7 +23,7 @@ pub use critical::Case;
 pub use report::{describe, LivenessReport, LivenessStats, LivenessVerdict};
 
 use crate::{Completion, Interrupt};
-use critical::{find_critical_transition, Critical};
+use critical::{find_critical_transition, Critical, ProbeError};
 use foretell_model::{
     EventOf, FixedChoices, Model, ModelError, PropertyKind, Protocol, Simulator, Trace, TraceVerdict,
     ViolationKind, Weights, World,
@@ -281,8 +281,9 @@ impl<P: Protocol> Liveness<P> {
             return Err(LivenessError::NoLivenessProperty);
         }
         let mut run = Run::new(self.model, self.options, live);
+        let start = run.starts().swap_remove(0);
         let root = run
-            .root()
+            .root(start)
             .map_err(|_| LivenessError::BadOption("the start does not lead to a live world".into()))?;
         let o = &run.options;
         let mut pool = Pool::new(&run.model, o.threads, run.weights, &run.live, o.invariants, o.watchdog);
@@ -308,6 +309,8 @@ struct Run<P: Protocol> {
     /// The `init` choices of the root and the steps from it to the search's root.
     init_choices: Vec<usize>,
     prefix: Steps,
+    /// Suspects seen when the first undecided path was kept.
+    undecided_at: u64,
 }
 
 impl<P: Protocol> Run<P> {
@@ -324,6 +327,7 @@ impl<P: Protocol> Run<P> {
             dmax,
             init_choices: Vec::new(),
             prefix: Vec::new(),
+            undecided_at: 0,
         }
     }
 
@@ -331,12 +335,22 @@ impl<P: Protocol> Run<P> {
         Simulator::new(&self.model).expect("validated when the run started")
     }
 
-    /// The search's root: the start world, or the end of the live prefix.
-    fn root(&mut self) -> Result<World<P>, Box<LivenessReport>> {
-        let mut roots = Vec::new();
-        self.sim().initial_worlds(|choices, world, violation| roots.push((choices, world, violation)));
-        let (init_choices, root, violation) = roots.swap_remove(0);
+    /// The start worlds: the initial worlds (one per choice vector of the `init` handlers), or
+    /// the start scenario's world.
+    fn starts(&self) -> Vec<(Vec<usize>, World<P>, Option<foretell_model::StepViolation>)> {
+        let mut starts = Vec::new();
+        self.sim().initial_worlds(|choices, world, violation| starts.push((choices, world, violation)));
+        starts
+    }
+
+    /// The search's root from the start world `start` (reached with `init_choices`): that
+    /// world, or the end of the live prefix.
+    fn root(
+        &mut self,
+        (init_choices, root, violation): (Vec<usize>, World<P>, Option<foretell_model::StepViolation>),
+    ) -> Result<World<P>, Box<LivenessReport>> {
         self.init_choices = init_choices;
+        self.prefix.clear();
         if let Some(v) = violation {
             return Err(Box::new(self.safety(&[], v)));
         }
@@ -351,29 +365,41 @@ impl<P: Protocol> Run<P> {
         }
     }
 
+    /// Searches from every start world in turn; the first decisive finding ends the run. An
+    /// undecided (C2) path is kept while the rest is scanned, and reported if nothing decisive
+    /// turns up.
     fn run(&mut self) -> LivenessReport {
-        let root = match self.root() {
-            Ok(root) => root,
-            Err(report) => return *report,
-        };
         let o = &self.options;
         let mut pool = Pool::new(&self.model, o.threads, self.weights, &self.live, o.invariants, o.watchdog);
-        let periphery = match self.search(&root) {
-            Ok(periphery) => periphery,
-            Err(report) => return *report,
-        };
-        let worlds = match periphery {
-            Periphery::Violation(v, steps, stats) => {
-                self.stats.search_states = stats.unique;
-                return self.safety(&steps, v);
+        let mut undecided = None;
+        for start in self.starts() {
+            let root = match self.root(start) {
+                Ok(root) => root,
+                Err(report) => return *report,
+            };
+            let periphery = match self.search(&root) {
+                Ok(periphery) => periphery,
+                Err(report) => return *report,
+            };
+            let worlds = match periphery {
+                Periphery::Violation(v, steps, stats) => {
+                    self.stats.search_states += stats.unique;
+                    return self.safety(&steps, v);
+                }
+                Periphery::Worlds(worlds, stats) => {
+                    self.stats.search_states += stats.unique;
+                    worlds
+                }
+            };
+            self.stats.periphery += worlds.len() as u64;
+            if let Some(report) = self.scan(&mut pool, &root, &worlds, &mut undecided) {
+                return report;
             }
-            Periphery::Worlds(worlds, stats) => {
-                self.stats.search_states = stats.unique;
-                worlds
-            }
-        };
-        self.stats.periphery = worlds.len() as u64;
-        self.scan(&mut pool, &root, &worlds)
+        }
+        match undecided {
+            Some(report) => report,
+            None => self.finish(LivenessVerdict::NoSuspect, None),
+        }
     }
 
     /// Walks from `root` until a live world, for the prefix-based search.
@@ -427,19 +453,22 @@ impl<P: Protocol> Run<P> {
     }
 
     /// Walks from each periphery world in turn (in parallel batches, in order) until a suspect
-    /// is confirmed, the periphery is done, or the run must stop.
+    /// is confirmed dead, a violation or divergence turns up, or the run must stop (a report),
+    /// or the periphery is done (`None`). The first undecided (C2) path goes to `undecided`, and
+    /// at most [`UNDECIDED_MORE`] further suspects are examined after it.
     fn scan(
         &mut self,
         pool: &mut Pool<P>,
         root: &World<P>,
         periphery: &[(World<P>, Steps)],
-    ) -> LivenessReport {
+        undecided: &mut Option<LivenessReport>,
+    ) -> Option<LivenessReport> {
         let batch = self.options.threads.max(1) * 4;
         let mut next = 0;
         let mut raises = 0;
         while next < periphery.len() {
             if let Some(stop) = self.should_stop() {
-                return self.finish(LivenessVerdict::Stopped(stop), None);
+                return Some(self.finish(LivenessVerdict::Stopped(stop), None));
             }
             let end = (next + batch).min(periphery.len());
             let jobs: Vec<Arc<Job<P>>> = (next..end)
@@ -457,29 +486,43 @@ impl<P: Protocol> Run<P> {
                 Ok(walks) => walks,
                 Err(stalled) => {
                     let index = next + jobs.iter().position(|j| Arc::ptr_eq(j, &stalled.job)).unwrap_or(0);
-                    return self.divergence_in_walk(&periphery[index].1, &stalled);
+                    return Some(self.divergence_in_walk(&periphery[index].1, &stalled));
                 }
             };
             self.count_walks(&walks);
+            let along = |offset: usize, walked: &Walked<P>| -> Steps {
+                periphery[next + offset].1.iter().chain(&walked.steps).cloned().collect()
+            };
+            // A safety violation is definite: it goes first, whatever came before it in the batch.
+            let violation = walks.iter().enumerate().find_map(|(offset, w)| match &w.end {
+                WalkEnd::Violation(v) => Some((along(offset, w), v.clone())),
+                _ => None,
+            });
+            if let Some((steps, v)) = violation {
+                return Some(self.safety(&steps, v));
+            }
             let mut resume = end;
-            for (offset, walked) in walks.into_iter().enumerate() {
-                let (_, path) = &periphery[next + offset];
-                let steps = || -> Steps { path.iter().chain(&walked.steps).cloned().collect() };
-                match &walked.end {
-                    WalkEnd::Live => {}
-                    WalkEnd::Violation(v) => return self.safety(&steps(), v.clone()),
-                    WalkEnd::Exhausted | WalkEnd::Stuck => {
-                        self.stats.suspects += 1;
-                        self.stats.first_suspect_seconds.get_or_insert(self.started.elapsed().as_secs_f64());
-                        match self.confirm(pool, root, steps(), &mut raises) {
-                            Confirmed::Report(report) => return *report,
-                            Confirmed::Recovered => {
-                                // Not a suspect after all. The raised dmax applies to the rest
-                                // of the periphery, whose walks are run anew.
-                                self.stats.false_suspects += 1;
-                                resume = next + offset + 1;
-                                break;
+            for (offset, walked) in walks.iter().enumerate() {
+                if matches!(walked.end, WalkEnd::Exhausted | WalkEnd::Stuck) {
+                    if undecided.is_some() && self.stats.suspects >= self.undecided_at + UNDECIDED_MORE {
+                        return undecided.take();
+                    }
+                    self.stats.suspects += 1;
+                    self.stats.first_suspect_seconds.get_or_insert(self.started.elapsed().as_secs_f64());
+                    match self.confirm(pool, root, along(offset, walked), &mut raises) {
+                        Confirmed::Report(report) => return Some(*report),
+                        Confirmed::Undecided(report) => {
+                            if undecided.is_none() {
+                                self.undecided_at = self.stats.suspects;
+                                *undecided = Some(*report);
                             }
+                        }
+                        Confirmed::Recovered => {
+                            // Not a suspect after all. The raised dmax applies to the rest
+                            // of the periphery, whose walks are run anew.
+                            self.stats.false_suspects += 1;
+                            resume = next + offset + 1;
+                            break;
                         }
                     }
                 }
@@ -487,7 +530,7 @@ impl<P: Protocol> Run<P> {
             next = resume;
             self.report_progress();
         }
-        self.finish(LivenessVerdict::NoSuspect, None)
+        None
     }
 
     /// FindCriticalTransition on a suspect path, raising `dmax` on C2 as often as allowed.
@@ -505,8 +548,15 @@ impl<P: Protocol> Run<P> {
             let critical =
                 match find_critical_transition(pool, &worlds, dinit, self.dmax, self.options.walks, seed) {
                     Ok(critical) => critical,
-                    Err((from, stalled)) => {
+                    Err(ProbeError::Stalled(from, stalled)) => {
                         return Confirmed::Report(Box::new(self.divergence_in_walk(&steps[..from], &stalled)))
+                    }
+                    Err(ProbeError::Violation(from, walk)) => {
+                        let Walked { steps: walk_steps, end: WalkEnd::Violation(v), .. } = *walk else {
+                            unreachable!("a probe error carries a walk that ended in a violation")
+                        };
+                        let path: Steps = steps[..from].iter().chain(&walk_steps).cloned().collect();
+                        return Confirmed::Report(Box::new(self.safety(&path, v)));
                     }
                 };
             self.stats.walks += critical.walks;
@@ -518,7 +568,7 @@ impl<P: Protocol> Run<P> {
             }
             if *raises >= self.options.raises {
                 let report = self.dead(&steps, &worlds, &critical);
-                return Confirmed::Report(Box::new(report));
+                return Confirmed::Undecided(Box::new(report));
             }
             // C2: the walks may have been too short. Double dmax and extend the suspect walk.
             *raises += 1;
@@ -756,10 +806,16 @@ impl<P: Protocol> Run<P> {
     }
 }
 
+/// Suspects examined after the first undecided (C2) one before the run gives up looking for a
+/// dead one.
+const UNDECIDED_MORE: u64 = 8;
+
 /// How confirming a suspect ended.
 enum Confirmed {
-    /// A report to return (dead, undecided, a safety violation or a divergence).
+    /// A decisive report: a dead path, a safety violation or a divergence.
     Report(Box<LivenessReport>),
+    /// Still C2 after every allowed raise of `dmax`.
+    Undecided(Box<LivenessReport>),
     /// The extended suspect walk reached a live world: not a suspect after all.
     Recovered,
 }

@@ -99,9 +99,10 @@ pub struct LivenessReport {
 }
 
 impl LivenessReport {
-    /// The critical step, for a dead or undecided path.
+    /// The critical step of a dead path (C1); `None` otherwise — an undecided (C2) path has no
+    /// confirmed critical transition.
     pub fn critical_step(&self) -> Option<usize> {
-        self.trace.as_ref()?.liveness.as_ref().map(|l| l.critical_step)
+        self.trace.as_ref()?.liveness.as_ref().filter(|l| l.case == "C1").map(|l| l.critical_step)
     }
 
     /// The event JSON at the critical step.
@@ -158,17 +159,28 @@ pub fn describe(trace: &Trace) -> String {
         text.push_str(&trace.to_text(false));
         return text;
     };
-    let _ = writeln!(
-        text,
-        "dead path ({}), {} steps shown of {}; critical transition at step {}:",
-        finding.case,
-        trace.steps.len(),
-        finding.path_length,
-        finding.critical_step
-    );
+    let confirmed = finding.case == "C1";
+    if confirmed {
+        let _ = writeln!(
+            text,
+            "dead path (C1), {} steps shown of {}; critical transition at step {}:",
+            trace.steps.len(),
+            finding.path_length,
+            finding.critical_step
+        );
+    } else {
+        let _ = writeln!(
+            text,
+            "undecided path (C2), {} steps shown of {}; no critical transition confirmed (the probes \
+             stopped finding recoveries from step {} on, too late on the path to tell):",
+            trace.steps.len(),
+            finding.path_length,
+            finding.critical_step
+        );
+    }
     for line in trace.to_text(false).lines() {
         let number = line.split_whitespace().next().and_then(|n| n.parse::<usize>().ok());
-        let marker = if number == Some(finding.critical_step) { ">>" } else { "  " };
+        let marker = if confirmed && number == Some(finding.critical_step) { ">>" } else { "  " };
         let _ = writeln!(text, "{marker}{line}");
     }
     if let Some(live) = &finding.nearest_live {
