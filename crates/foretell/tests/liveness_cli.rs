@@ -1,0 +1,105 @@
+//! `foretell liveness` end to end: the dead path of a Mace bug with its critical transition in
+//! the JSON report and the trace file, `show` and `replay` of that file, a fixed version with
+//! no suspect, and bad input as exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn foretell(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("foretell-liveness-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"))
+}
+
+/// RT3 on two nodes: a dead path (exit 1), its critical event a recovery timer, a trace file
+/// that carries the finding, replays, and shows with the critical step marked.
+#[test]
+fn a_dead_path_is_reported_written_shown_and_replayed() {
+    let dir = scratch("dead");
+    let args = [
+        "liveness",
+        "randtree",
+        "--bug",
+        "recovery-timer",
+        "--set",
+        "nodes=2",
+        "--ignore-safety",
+        "--depth",
+        "3",
+        "--dmax",
+        "2000",
+        "--threads",
+        "2",
+        "--json",
+        "--trace-out",
+        "dead.json",
+    ];
+    let output = foretell(&args, &dir);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report = json(&output);
+    assert_eq!(report["verdict"], "dead", "{report}");
+    assert_eq!(report["case"], "C1", "{report}");
+    assert_eq!(report["trace_file"], "dead.json");
+    let step = report["critical_step"].as_u64().expect("a critical step") as usize;
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("dead.json")).unwrap()).unwrap();
+    assert_eq!(trace["liveness"]["critical_step"].as_u64(), Some(step as u64));
+    assert_eq!(trace["verdict"]["kind"], "liveness");
+    assert_eq!(trace["steps"][step - 1]["event"], report["critical_event"]);
+
+    let show = foretell(&["show", "dead.json"], &dir);
+    assert_eq!(show.status.code(), Some(0), "{show:?}");
+    let text = String::from_utf8_lossy(&show.stdout);
+    let marked: Vec<&str> = text.lines().filter(|l| l.starts_with(">>")).collect();
+    assert_eq!(marked.len(), 1, "{text}");
+    assert!(marked[0].split_whitespace().nth(1) == Some(&step.to_string()), "{text}");
+    assert!(text.contains("nearest live path"), "{text}");
+
+    let replay = foretell(&["replay", "dead.json"], &dir);
+    assert_eq!(replay.status.code(), Some(0), "{replay:?}");
+}
+
+/// The fixed version: no suspect, exit 0, and no trace file.
+#[test]
+fn a_fixed_version_has_no_suspect() {
+    let dir = scratch("fixed");
+    let args =
+        ["liveness", "randtree", "--set", "nodes=2", "--depth", "3", "--dmax", "2000", "--threads", "2"];
+    let output = foretell(&[&args[..], &["--json"]].concat(), &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = json(&output);
+    assert_eq!(report["verdict"], "no_suspect", "{report}");
+    assert!(report["trace_file"].is_null());
+    assert!(report["stats"]["walks"].as_u64().unwrap() > 0);
+    assert!(!dir.join("randtree.liveness.json").exists());
+}
+
+/// Bad flags and a system without liveness properties are exit 2 with one line on stderr.
+#[test]
+fn bad_input_is_exit_two() {
+    let dir = scratch("bad");
+    for args in [
+        vec!["liveness", "randtree", "--weights", "app=x"],
+        vec!["liveness", "randtree", "--prefix", "no-such-scenario"],
+        vec!["liveness", "randtree", "--depth", "5", "--dmax", "5"],
+        vec!["liveness", "two-phase-commit"],
+        vec!["liveness", "no-such-system"],
+    ] {
+        let output = foretell(&args, &dir);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
