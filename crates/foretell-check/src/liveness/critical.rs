@@ -8,7 +8,10 @@
 //! the critical transition (case C1). If no world dead enough early enough is found — the first
 //! non-recovering world lies past `dmax / 2`, or even the start does not recover — the walks may
 //! have been too short to tell (case C2). The cost is O(k · dmax · log dcrit); the `k` walks of
-//! each probe run in parallel.
+//! each probe run in parallel. One addition to the paper's algorithm: before a step is reported,
+//! the world it leads to is probed again with four times as many walks, and if one of them
+//! recovers the search goes on past it (a world with a narrow way back otherwise looks dead when
+//! all `k` walks miss it, which put the step one early).
 
 use super::pool::{Job, Pool, Stalled};
 use super::walk::{WalkEnd, Walked};
@@ -42,6 +45,11 @@ pub(crate) struct Critical<P: Protocol> {
     pub(crate) walks: u64,
     pub(crate) walk_steps: u64,
 }
+
+/// How many times a critical step that more walks show to recover is searched past.
+const RECHECKS: usize = 3;
+/// How many times `k` walks re-probe the world after a critical step before it is reported.
+const RECHECK_FACTOR: usize = 4;
 
 /// Why a probe could not answer: a walk hung in a handler, or met a safety violation (both
 /// with the index on the path the walk started from).
@@ -88,13 +96,13 @@ impl<P: Protocol> Search<'_, P> {
     fn run(&mut self, dinit: usize) -> Result<(usize, Case), ProbeError<P>> {
         let dmax = self.dmax;
         // Phase 1: exponential search.
-        if !self.recovers(dinit)? {
+        if !self.recovers(dinit, self.k)? {
             return Ok((dinit, Case::C2));
         }
         let mut dprev = dinit;
         let mut dcurr = dinit.max(1);
         loop {
-            if dcurr != dinit && !self.recovers(dcurr)? {
+            if dcurr != dinit && !self.recovers(dcurr, self.k)? {
                 break;
             }
             if dcurr > dmax / 2 {
@@ -111,23 +119,32 @@ impl<P: Protocol> Search<'_, P> {
             return Ok((dcurr, Case::C2));
         }
         // Phase 2: binary search; `dprev` recovers, `dcurr` does not.
-        while dcurr - dprev > 1 {
-            let mid = dprev + (dcurr - dprev) / 2;
-            if self.recovers(mid)? {
-                dprev = mid;
-            } else {
-                dcurr = mid;
+        let upper = dcurr;
+        for _ in 0..=RECHECKS {
+            while dcurr - dprev > 1 {
+                let mid = dprev + (dcurr - dprev) / 2;
+                if self.recovers(mid, self.k)? {
+                    dprev = mid;
+                } else {
+                    dcurr = mid;
+                }
             }
+            // `k` walks that all miss a narrow way back make a world look dead; before the step
+            // is reported, the world it leads to is probed again with more walks.
+            if dcurr == upper || !self.recovers(dcurr, self.k * RECHECK_FACTOR)? {
+                return Ok((dcurr, Case::C1));
+            }
+            (dprev, dcurr) = (dcurr, upper);
         }
         Ok((dcurr, Case::C1))
     }
 
     /// `Recovers(p, i, k)`: whether any of `k` walks from world `i` reaches a live world by
     /// depth `dmax`. Remembers the recovering walk that starts latest on the path.
-    fn recovers(&mut self, i: usize) -> Result<bool, ProbeError<P>> {
+    fn recovers(&mut self, i: usize, k: usize) -> Result<bool, ProbeError<P>> {
         let max_steps = self.dmax.saturating_sub(i).max(1);
         self.probes += 1;
-        let jobs: Vec<Arc<Job<P>>> = (0..self.k)
+        let jobs: Vec<Arc<Job<P>>> = (0..k)
             .map(|j| {
                 Arc::new(Job {
                     start: self.worlds[i].clone(),
