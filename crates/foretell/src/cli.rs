@@ -30,11 +30,17 @@ pub enum Command {
         file: PathBuf,
     },
     /// Measure the stateful engines' throughput (distinct states per second, median of runs)
-    /// on the reference systems, on one thread and on several, as a Markdown table.
+    /// on the reference systems, on one thread and on several, as a Markdown table; with
+    /// `--liveness`, the liveness engine instead.
     Bench {
         /// Runs per configuration; the median is reported.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=101))]
         runs: u32,
+        /// Measure the liveness engine: time to a confirmed dead path for each liveness bug of
+        /// the Mace systems (one seed per run), and the steps biased and uniform walks take to
+        /// reach a live world (MaceMC's Figure 4), as two Markdown tables.
+        #[arg(long, conflicts_with_all = ["large", "threads"])]
+        liveness: bool,
         /// Also run the larger configurations (two-phase commit with 8 RMs, and 9 with symmetry).
         #[arg(long)]
         large: bool,

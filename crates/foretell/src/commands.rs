@@ -23,7 +23,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Replay { file } => replay(&file),
         #[cfg(feature = "cluster")]
         Command::Cluster(args) => crate::cluster_cmd::run(args),
-        Command::Bench { runs, large, threads } => {
+        Command::Bench { runs, liveness: true, .. } => crate::bench_liveness::run(runs),
+        Command::Bench { runs, large, threads, liveness: false } => {
             let threads: Vec<usize> = threads.into_iter().map(usize::from).collect();
             crate::bench::run(runs, large, &threads)
         }

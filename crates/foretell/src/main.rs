@@ -5,6 +5,7 @@
 //! found (or a replay departs from its trace), 2 bad usage or bad input, with a one-line reason.
 
 mod bench;
+mod bench_liveness;
 mod cli;
 #[cfg(feature = "cluster")]
 mod cluster_cmd;

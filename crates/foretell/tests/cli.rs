@@ -169,3 +169,25 @@ fn fingerprint_widths_agree() {
     let output = foretell(&["check", "two-phase-commit", "--fingerprint-bits", "32"], &dir);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// `bench --liveness` prints its two Markdown tables and nothing else, and finds every
+/// liveness bug with one seed (about 5 s in a release build).
+#[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build; runs in the release-mode test command")]
+fn bench_liveness_prints_both_tables() {
+    let dir = scratch("bench-liveness");
+    let output = foretell(&["bench", "--liveness", "--runs", "1"], &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = stdout(&output);
+    let tables: Vec<&str> = text.trim_end().split("\n\n").collect();
+    assert_eq!(tables.len(), 2, "{text}");
+    assert!(tables[0].starts_with("| bug | start |"), "{text}");
+    assert!(tables[1].starts_with("| system (fixed) | start | weights |"), "{text}");
+    assert!(text.lines().all(|line| line.is_empty() || line.starts_with('|')), "{text}");
+    let bugs: Vec<&str> = tables[0].lines().skip(2).collect();
+    assert_eq!(bugs.len(), 4, "{text}");
+    assert!(bugs.iter().all(|row| row.contains("| 1/1 |")), "{text}");
+    assert_eq!(tables[1].lines().skip(2).count(), 10, "{text}");
+    let conflict = foretell(&["bench", "--liveness", "--large"], &dir);
+    assert_eq!(conflict.status.code(), Some(2), "{conflict:?}");
+}
