@@ -94,33 +94,32 @@ struct Search<'a, P: Protocol> {
 
 impl<P: Protocol> Search<'_, P> {
     fn run(&mut self, dinit: usize) -> Result<(usize, Case), ProbeError<P>> {
-        let dmax = self.dmax;
-        // Phase 1: exponential search.
         if !self.recovers(dinit, self.k)? {
             return Ok((dinit, Case::C2));
         }
         let mut dprev = dinit;
-        let mut dcurr = dinit.max(1);
+        let mut rechecks = 0;
         loop {
-            if dcurr != dinit && !self.recovers(dcurr, self.k)? {
-                break;
+            // Phase 1: exponential search from `dprev`, which recovers.
+            let mut dcurr = dprev.max(1);
+            loop {
+                if dcurr != dprev && !self.recovers(dcurr, self.k)? {
+                    break;
+                }
+                if dcurr > self.dmax / 2 {
+                    return Ok((dcurr, Case::C2));
+                }
+                dprev = dcurr;
+                dcurr = (dcurr * 2).min(self.worlds.len() - 1);
+                if dcurr == dprev {
+                    // The path ends before a non-recovering world: nothing dead on it.
+                    return Ok((dcurr, Case::C2));
+                }
             }
-            if dcurr > dmax / 2 {
+            if dcurr > self.dmax / 2 {
                 return Ok((dcurr, Case::C2));
             }
-            dprev = dcurr;
-            dcurr = (dcurr * 2).min(self.worlds.len() - 1);
-            if dcurr == dprev {
-                // The path ends before a non-recovering world: nothing dead on it.
-                return Ok((dcurr, Case::C2));
-            }
-        }
-        if dcurr > dmax / 2 {
-            return Ok((dcurr, Case::C2));
-        }
-        // Phase 2: binary search; `dprev` recovers, `dcurr` does not.
-        let upper = dcurr;
-        for _ in 0..=RECHECKS {
+            // Phase 2: binary search; `dprev` recovers, `dcurr` does not.
             while dcurr - dprev > 1 {
                 let mid = dprev + (dcurr - dprev) / 2;
                 if self.recovers(mid, self.k)? {
@@ -129,14 +128,15 @@ impl<P: Protocol> Search<'_, P> {
                     dcurr = mid;
                 }
             }
-            // `k` walks that all miss a narrow way back make a world look dead; before the step
-            // is reported, the world it leads to is probed again with more walks.
-            if dcurr == upper || !self.recovers(dcurr, self.k * RECHECK_FACTOR)? {
+            // `k` walks that all miss a narrow way back make a world look dead: before the step
+            // is reported, the world it leads to is probed again with more walks, and if one
+            // recovers the search goes on from there.
+            if rechecks == RECHECKS || !self.recovers(dcurr, self.k * RECHECK_FACTOR)? {
                 return Ok((dcurr, Case::C1));
             }
-            (dprev, dcurr) = (dcurr, upper);
+            rechecks += 1;
+            dprev = dcurr;
         }
-        Ok((dcurr, Case::C1))
     }
 
     /// `Recovers(p, i, k)`: whether any of `k` walks from world `i` reaches a live world by

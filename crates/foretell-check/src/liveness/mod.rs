@@ -397,7 +397,7 @@ impl<P: Protocol> Run<P> {
             }
         }
         match undecided {
-            Some(report) => report,
+            Some(report) => self.refreshed(report),
             None => self.finish(LivenessVerdict::NoSuspect, None),
         }
     }
@@ -505,7 +505,7 @@ impl<P: Protocol> Run<P> {
             for (offset, walked) in walks.iter().enumerate() {
                 if matches!(walked.end, WalkEnd::Exhausted | WalkEnd::Stuck) {
                     if undecided.is_some() && self.stats.suspects >= self.undecided_at + UNDECIDED_MORE {
-                        return undecided.take();
+                        return undecided.take().map(|report| self.refreshed(report));
                     }
                     self.stats.suspects += 1;
                     self.stats.first_suspect_seconds.get_or_insert(self.started.elapsed().as_secs_f64());
@@ -767,6 +767,13 @@ impl<P: Protocol> Run<P> {
         self.finish(LivenessVerdict::Divergence, Some(trace))
     }
 
+    /// A report kept while the run went on, with the whole run's counts.
+    fn refreshed(&mut self, report: LivenessReport) -> LivenessReport {
+        let mut latest = self.finish(report.verdict, report.trace);
+        latest.dmax = report.dmax.max(latest.dmax);
+        latest
+    }
+
     fn property_names(&self) -> Vec<String> {
         let properties = self.model.properties();
         self.live.0.iter().map(|&i| properties[i].name().to_string()).collect()
@@ -794,8 +801,8 @@ impl<P: Protocol> Run<P> {
     }
 
     fn finish(&mut self, verdict: LivenessVerdict, trace: Option<Trace>) -> LivenessReport {
-        self.stats.seconds = self.started.elapsed().as_secs_f64();
         self.report_progress();
+        self.stats.seconds = self.started.elapsed().as_secs_f64();
         LivenessReport {
             verdict,
             properties: self.property_names(),

@@ -172,7 +172,8 @@ pub fn describe(trace: &Trace) -> String {
         let _ = writeln!(
             text,
             "undecided path (C2), {} steps shown of {}; no critical transition confirmed (the probes \
-             stopped finding recoveries from step {} on, too late on the path to tell):",
+             found no recovery from step {} on, and none early enough on the path to tell a dead \
+             world from walks that were too short):",
             trace.steps.len(),
             finding.path_length,
             finding.critical_step
