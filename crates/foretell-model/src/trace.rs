@@ -168,7 +168,7 @@ pub struct NearestLive {
 pub struct NodeDiff {
     /// The node.
     pub node: NodeId,
-    /// Lines only the dead path's world has.
+    /// Lines only the dead path's world has (state, timers, messages in flight to the node).
     pub dead: Vec<String>,
     /// Lines only the live path's world has.
     pub live: Vec<String>,

@@ -10,21 +10,21 @@
 //! them in job order), so the seeds below give the same reports on every machine and with any
 //! number of threads. What each search meets in these encodings, measured, is said at each test;
 //! in short:
-//! - RandTree: the fixed design has a liveness bug of its own on three nodes. Its fix for
-//!   CrystalBall's children/siblings bug filters a node's own children out of every sibling list
-//!   it adopts, so a node that still lists a former child (whose `remove` is on its way) when
-//!   the root's sibling lists naming that child arrive drops it from its siblings for good: a
-//!   root sends sibling lists only when its own children change, so `siblingsMatch` never holds
-//!   again. The fixed-version tests of RT3's and RT10's starts find it (they are ignored with the
-//!   reason), and it competes with RT3 and RT10 for the first dead world of a suspect path,
-//!   which is why their tests name their seeds.
+//! - RandTree: these tests found a liveness bug in the first fixed design: its fix for
+//!   CrystalBall's children/siblings bug filtered a node's own children out of every sibling
+//!   list it adopted, so a node that still listed a former child (whose `remove` was on its way)
+//!   when the root's list naming that child arrived dropped it from its siblings for good, and
+//!   `siblingsMatch` never held again. The fix now keeps the parent's last report and gives such
+//!   a sibling back when the child leaves; the fixed-version tests of RT3's and RT10's starts
+//!   check it. The RT3 and RT10 tests name their seeds, measured when that bug still competed
+//!   for the first dead world of a suspect path.
 //! - Chord: the critical transition of the partition is the second side's transport error, not
 //!   the socket error that queued it.
 //! - MaceTransport: from `fig5` the dead state needs both the receiver re-opened by the stale
 //!   SYN and the sender's new SYN acknowledged; whichever of the two comes second on the path is
 //!   the critical transition, so the ACK of 201 is it exactly on Figure 5's order of events.
-//! - Two tests are ignored for engine bugs: an undecided report's counts, and a critical step
-//!   that FindCriticalTransition reports without the re-probe that guards the others.
+//! - Two tests pin engine behaviour these tests first found wrong: an undecided report's counts
+//!   cover the whole run, and every reported critical step is re-probed with more walks.
 
 use foretell_check::{Liveness, LivenessOptions, LivenessProgress, LivenessReport, LivenessVerdict};
 use foretell_model::{Event, Model, NodeId, PropertyKind, Protocol, Scenario, Simulator, Trace, World};
@@ -215,12 +215,9 @@ fn before_remove(config: randtree::Config) -> Scenario<randtree::RandTree> {
 /// on the path: it lies at or before its start). The engine says exactly that. Started one event
 /// earlier, with the `remove` still in flight, the engine finds the delivery itself as the
 /// critical transition. That start is a race: the `JoinReply` that makes node 1 a child of node
-/// 0 may arrive first, and then the siblings filter of the fixed design mostly kills the run
-/// instead (about 8% of walks from it reach a live world). The suspect paths of seeds 0 to 4, 6
-/// and 7 take the `remove` first (seed 5's takes the `JoinReply` first and meets the siblings
-/// filter); with `k` = 16 the probes miss the rare recoveries and place the critical step on the
-/// first step of the search on seeds 1 to 4 (see the ignored test below), while `k` = 64 and 256
-/// report the `remove` on all of them.
+/// 0 may arrive first (with the first fixed design's siblings filter, about 8% of walks from it
+/// reached a live world). The suspect paths of seeds 0 to 4, 6 and 7 take the `remove` first;
+/// `k` = 64 and 256 report the `remove` on all of them (for `k` = 16, see the next test).
 #[test]
 #[cfg_attr(debug_assertions, ignore = "about 40 s in a debug build; runs in the release-mode test command")]
 fn randtree_remove_while_joining_dies_when_the_joining_parent_receives_the_remove() {
@@ -274,16 +271,11 @@ fn assert_remove_while_joining(model: &Model<randtree::RandTree>, report: &Liven
     assert!(finding.not_live.iter().any(|p| p == "kidsMatch"), "{report}");
 }
 
-/// RT10 with the default `k` = 16. On seeds 1 to 4 the search's first world recovers and the
-/// second does not look like it does to 16 walks, so the exponential phase stops there; the
-/// binary search has nothing to narrow, and the re-probe with four times the walks that guards a
-/// reported step is skipped when the step is the exponential phase's first non-recovering world
-/// (`dcurr == upper` in `critical.rs`). The step reported is the first of the search (node 2
-/// receiving a sibling list, which changes nothing in the race), though the dead path itself
-/// passes through worlds that recover (the same suspect paths with `k` = 64 report the `remove`
-/// four or five steps later, with a nearest live path from just before it). Once the re-probe
-/// covers that world too (and the exponential search goes on when it recovers), 64 walks from it
-/// should find the recovery that about 8% of walks from the start find.
+/// RT10 with the default `k` = 16. On seeds 1 to 4 the exponential phase's first world that 16
+/// walks cannot bring back is early on the path, and before the engine re-probed every reported
+/// step with four times the walks, it reported that world's step (a sibling list arriving, which
+/// changes nothing in the race) as the critical transition. With the re-probe the search goes on
+/// past it and finds the `remove`.
 #[test]
 fn randtree_remove_while_joining_with_the_default_walks_per_probe() {
     let config = randtree_config();
@@ -298,8 +290,8 @@ fn randtree_remove_while_joining_with_the_default_walks_per_probe() {
 
 /// An Inconclusive report comes after the scan has looked at more suspects for a dead path (up to
 /// eight after the first undecided one), and its counts must cover them: the progress sink has
-/// already announced more walks and suspects than the report holds today, because the report is
-/// the one built when the first undecided path was kept, with the counts and time of that moment.
+/// already announced its totals, and a report kept from the first undecided path must not carry
+/// the counts and time of that moment instead.
 #[test]
 fn randtree_rt10_inconclusive_report_counts_the_whole_run() {
     let config = randtree_config();
@@ -540,8 +532,6 @@ fn randtree_fixed_raises_no_suspect_from_rt10() {
 /// siblings, and node 0 never sends another sibling list: once node 2 has adopted {1, 2},
 /// `siblingsMatch` never holds again.
 #[test]
-#[ignore = "randtree bug: the fixed design's siblings filter makes a dead state (siblingsMatch) \
-            reachable without faults on three nodes; see the module comment"]
 fn randtree_fixed_raises_no_suspect_before_the_remove() {
     let config = randtree_config();
     let model = Arc::new(randtree::model(config, randtree::Bug::None).start_from(before_remove(config)));
@@ -550,8 +540,6 @@ fn randtree_fixed_raises_no_suspect_before_the_remove() {
 
 /// The fixed version from the initial world, in RT3's configuration.
 #[test]
-#[ignore = "randtree bug: the fixed design's siblings filter makes a dead state (siblingsMatch) \
-            reachable without faults on three nodes; see the module comment"]
 fn randtree_fixed_raises_no_suspect_from_the_initial_world() {
     let model = Arc::new(randtree::model(randtree_config(), randtree::Bug::None));
     assert_no_suspect(&model, RT3_BOUNDS);

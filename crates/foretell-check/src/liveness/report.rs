@@ -223,7 +223,7 @@ pub fn describe(trace: &Trace) -> String {
 }
 
 /// How each node of `dead` differs from the same node of `live`: the `path = value` lines of
-/// its state and timers that only one side has.
+/// its state, timers and incoming messages that only one side has.
 pub(crate) fn diff<P: Protocol>(dead: &World<P>, live: &World<P>) -> Vec<NodeDiff> {
     let mut diffs = Vec::new();
     for n in 0..dead.node_count().min(live.node_count()) {
@@ -238,11 +238,20 @@ pub(crate) fn diff<P: Protocol>(dead: &World<P>, live: &World<P>) -> Vec<NodeDif
     diffs
 }
 
+/// A node's lines: its state, its armed timers, and what is in flight to it (messages and
+/// transport errors), which is often where two paths part.
 fn lines<P: Protocol>(world: &World<P>, node: NodeId) -> BTreeSet<String> {
     let view = world.node(node);
     let value = serde_json::json!({ "state": view.state, "timers": view.timers });
     let mut out = BTreeSet::new();
     flatten("", &value, &mut out);
+    for envelope in world.messages().filter(|e| e.to == node) {
+        let msg = serde_json::to_value(&envelope.msg).unwrap_or_default();
+        out.insert(format!("in flight from n{} = {msg}", envelope.from.0));
+    }
+    for (_, peer) in world.pending_transport_errors().iter().filter(|(at, _)| *at == node) {
+        out.insert(format!("transport error pending = n{}", peer.0));
+    }
     out
 }
 
