@@ -103,3 +103,23 @@ fn bad_input_is_exit_two() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// Ctrl-C (SIGINT) stops a long liveness run cleanly: the partial report is printed, exit 0.
+#[test]
+fn an_interrupted_liveness_run_prints_its_partial_report() {
+    let dir = scratch("interrupt");
+    let child = Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(["liveness", "randtree", "--set", "nodes=4", "--depth", "30", "--json"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = json(&output);
+    assert_eq!(report["verdict"]["stopped"], "interrupted", "{report}");
+    assert!(report["stats"]["seconds"].as_f64().unwrap() > 1.0, "{report}");
+}

@@ -442,6 +442,10 @@ impl<P: Protocol> Run<P> {
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             }
+            if let Some(stop) = self.should_stop() {
+                beat.stop.store(true, Ordering::Relaxed);
+                return Err(Box::new(self.finish(LivenessVerdict::Stopped(stop), None)));
+            }
             let expanded = beat.expanded.load(Ordering::Acquire);
             if expanded != last.0 {
                 last = (expanded, Instant::now());

@@ -7,7 +7,7 @@ use super::walk::Steps;
 use super::LiveSet;
 use foretell_model::{Action, Model, Protocol, Simulator, StepViolation, World};
 use rustc_hash::FxHashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A path from the search's root, shared between the worlds that extend it.
@@ -43,11 +43,12 @@ pub(crate) struct SearchStats {
 }
 
 /// The search's heartbeat: worlds expanded so far, and the path of the world being expanded
-/// (for the divergence watchdog).
+/// (for the divergence watchdog); and a flag that asks it to stop (the run was interrupted).
 #[derive(Default)]
 pub(crate) struct SearchBeat {
     pub(crate) expanded: AtomicU64,
     pub(crate) current: Mutex<Steps>,
+    pub(crate) stop: AtomicBool,
 }
 
 /// Breadth-first search from `root` to `depth`.
@@ -72,6 +73,9 @@ pub(crate) fn search<P: Protocol>(
     for _ in 0..depth {
         let mut next = Vec::new();
         for (world, path) in &level {
+            if beat.stop.load(Ordering::Relaxed) {
+                return Periphery::Worlds(Vec::new(), stats);
+            }
             *beat.current.lock().unwrap_or_else(|p| p.into_inner()) = steps_of(path);
             beat.expanded.fetch_add(1, Ordering::Release);
             let mut found = None;
