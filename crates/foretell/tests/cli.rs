@@ -1,25 +1,9 @@
 //! The `foretell` binary end to end: exit codes, JSON output, trace files, replay and show.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn foretell(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_foretell"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("foretell-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use std::process::Command;
+use support::{foretell, scratch, stdout};
 
 /// A correct system holds: exit 0 and the JSON report carries TLC's count.
 #[test]

@@ -8,27 +8,12 @@ use foretell::check::DynModel;
 use foretell::model::Trace;
 use std::fs::File;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+use support::{foretell, json, scratch};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("foretell-cluster-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn foretell(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_foretell"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn json(text: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(text).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
-}
+mod support;
 
 /// The registry's model of two-phase commit with `rms` resource managers and `bug`.
 fn two_phase(rms: &str, bug: Option<&str>) -> Box<dyn DynModel> {

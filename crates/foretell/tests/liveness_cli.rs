@@ -2,25 +2,13 @@
 //! the JSON report and the trace file, `show` and `replay` of that file, a fixed version with
 //! no suspect, and bad input as exit 2.
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::{Command, Output};
-
-fn foretell(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_foretell"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("foretell-liveness-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use support::{foretell, scratch};
 
 fn json(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"))
+    support::json(&output.stdout)
 }
 
 /// RT3 on two nodes: a dead path (exit 1), its critical event a recovery timer, a trace file

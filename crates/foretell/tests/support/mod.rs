@@ -1,0 +1,33 @@
+//! What the `foretell` binary's end-to-end tests share: running the binary in a directory, a
+//! scratch directory per test, and reading its output.
+
+#![allow(dead_code)] // each test binary uses the part it needs
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `foretell args` in `dir` and waits for it.
+pub fn foretell(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+/// A fresh directory for test `name` of this process.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("foretell-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The standard output as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The standard output (or any bytes) as JSON, with the text in the panic if it is not.
+pub fn json(text: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(text).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
+}
