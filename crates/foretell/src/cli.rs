@@ -168,15 +168,20 @@ impl SystemChoice {
     /// The file a violation's trace goes to unless `--trace-out` names one:
     /// SYSTEM[-BUG].trace.json, with the violation's index before `.trace` from the second on.
     pub fn default_trace_file(&self, index: usize) -> PathBuf {
-        let base = match &self.bug {
-            Some(bug) => format!("{}-{bug}", self.system),
-            None => self.system.clone(),
-        };
+        let base = self.file_stem();
         PathBuf::from(if index == 0 {
             format!("{base}.trace.json")
         } else {
             format!("{base}.{index}.trace.json")
         })
+    }
+
+    /// SYSTEM[-BUG]: the stem of the files a command writes by default.
+    pub fn file_stem(&self) -> String {
+        match &self.bug {
+            Some(bug) => format!("{}-{bug}", self.system),
+            None => self.system.clone(),
+        }
     }
 }
 

@@ -153,13 +153,8 @@ fn liveness(args: LivenessArgs) -> Result<ExitCode> {
         variant: settings.variant.clone(),
         params: settings.values.clone(),
     };
-    let file = args.trace_out.clone().unwrap_or_else(|| {
-        let base = match &args.target.bug {
-            Some(bug) => format!("{}-{bug}", args.target.system),
-            None => args.target.system.clone(),
-        };
-        PathBuf::from(format!("{base}.liveness.json"))
-    });
+    let file = (args.trace_out.clone())
+        .unwrap_or_else(|| PathBuf::from(format!("{}.liveness.json", args.target.file_stem())));
     let written = match report.trace.as_mut() {
         Some(trace) => {
             trace.system = Some(system_ref.clone());

@@ -450,8 +450,7 @@ impl<P: Protocol> Run<P> {
             if expanded != last.0 {
                 last = (expanded, Instant::now());
             } else if last.1.elapsed() > self.options.watchdog {
-                let path = beat.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                return Err(Box::new(self.divergence_in_search(root, path)));
+                return Err(Box::new(self.divergence_in_search(root, beat.current())));
             }
         }
     }

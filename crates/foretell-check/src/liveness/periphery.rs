@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A path from the search's root, shared between the worlds that extend it.
-struct Path {
+pub(crate) struct Path {
     parent: Option<Arc<Path>>,
     step: (Action, Vec<usize>),
 }
@@ -47,8 +47,15 @@ pub(crate) struct SearchStats {
 #[derive(Default)]
 pub(crate) struct SearchBeat {
     pub(crate) expanded: AtomicU64,
-    pub(crate) current: Mutex<Steps>,
+    current: Mutex<Option<Arc<Path>>>,
     pub(crate) stop: AtomicBool,
+}
+
+impl SearchBeat {
+    /// The path of the world being expanded (built only when a divergence asks for it).
+    pub(crate) fn current(&self) -> Steps {
+        steps_of(&self.current.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 /// Breadth-first search from `root` to `depth`.
@@ -76,7 +83,7 @@ pub(crate) fn search<P: Protocol>(
             if beat.stop.load(Ordering::Relaxed) {
                 return Periphery::Worlds(Vec::new(), stats);
             }
-            *beat.current.lock().unwrap_or_else(|p| p.into_inner()) = steps_of(path);
+            beat.current.lock().unwrap_or_else(|p| p.into_inner()).clone_from(path);
             beat.expanded.fetch_add(1, Ordering::Release);
             let mut found = None;
             let mut successors = 0;
