@@ -2,8 +2,7 @@
 
 mod support;
 
-use std::process::Command;
-use support::{foretell, scratch, stdout};
+use support::{foretell, interrupted, scratch, stdout};
 
 /// A correct system holds: exit 0 and the JSON report carries TLC's count.
 #[test]
@@ -125,16 +124,8 @@ fn bad_input_is_exit_two_with_one_line() {
 #[test]
 fn an_interrupted_check_prints_the_partial_report() {
     let dir = scratch("interrupt");
-    let child = Command::new(env!("CARGO_BIN_EXE_foretell"))
-        .args(["check", "two-phase-commit", "--set", "rms=10", "--json"])
-        .current_dir(&dir)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
-    let output = child.wait_with_output().unwrap();
+    let args = ["check", "two-phase-commit", "--set", "rms=10", "--json"];
+    let output = interrupted(&args, &dir, std::time::Duration::from_millis(1500));
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["completion"], "interrupted");

@@ -4,8 +4,9 @@
 
 mod support;
 
-use std::process::{Command, Output};
-use support::{foretell, scratch};
+use std::process::Output;
+use std::time::Duration;
+use support::{foretell, interrupted, scratch};
 
 fn json(output: &Output) -> serde_json::Value {
     support::json(&output.stdout)
@@ -96,16 +97,8 @@ fn bad_input_is_exit_two() {
 #[test]
 fn an_interrupted_liveness_run_prints_its_partial_report() {
     let dir = scratch("interrupt");
-    let child = Command::new(env!("CARGO_BIN_EXE_foretell"))
-        .args(["liveness", "randtree", "--set", "nodes=4", "--depth", "30", "--json"])
-        .current_dir(&dir)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
-    let output = child.wait_with_output().unwrap();
+    let args = ["liveness", "randtree", "--set", "nodes=4", "--depth", "30", "--json"];
+    let output = interrupted(&args, &dir, Duration::from_millis(1500));
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let report = json(&output);
     assert_eq!(report["verdict"]["stopped"], "interrupted", "{report}");

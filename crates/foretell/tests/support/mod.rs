@@ -31,3 +31,17 @@ pub fn stdout(output: &Output) -> String {
 pub fn json(text: &[u8]) -> serde_json::Value {
     serde_json::from_slice(text).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
 }
+
+/// Runs `foretell args` in `dir`, sends it SIGINT (Ctrl-C) after `after`, and waits for it.
+pub fn interrupted(args: &[&str], dir: &Path, after: std::time::Duration) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    std::thread::sleep(after);
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill runs");
+    assert!(kill.success(), "kill -INT failed");
+    child.wait_with_output().expect("the binary ends")
+}
