@@ -32,12 +32,17 @@ mod dyn_model;
 mod engine;
 mod exploration;
 mod fingerprint_set;
+mod lasso;
 mod liveness;
 mod options;
 mod report;
 
 pub use check::Check;
 pub use dyn_model::{DynModel, ModelSummary, PropertySummary, ReplaySummary};
+pub use lasso::{
+    FoundKind, HashChoice, Lasso, LassoCompletion, LassoError, LassoFindingReport, LassoMethod, LassoOptions,
+    LassoReport, SamplingMethod, SchedulerKind, SchedulerStats, Schedulers, CONFIRM_ITERATIONS, PORTFOLIO,
+};
 pub use liveness::{
     describe as describe_trace, Case, Liveness, LivenessError, LivenessOptions, LivenessProgress,
     LivenessReport, LivenessSink, LivenessStats, LivenessVerdict, Prefix,

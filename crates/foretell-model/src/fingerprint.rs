@@ -81,7 +81,7 @@ impl FingerprintHasher {
         })
     }
 
-    fn encode_into<T: Serialize + ?Sized>(value: &T, bytes: &mut Vec<u8>) {
+    pub(crate) fn encode_into<T: Serialize + ?Sized>(value: &T, bytes: &mut Vec<u8>) {
         let taken = std::mem::take(bytes);
         *bytes = postcard::to_extend(value, taken).expect("canonical encoding of a model value cannot fail");
     }

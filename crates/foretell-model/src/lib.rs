@@ -22,9 +22,11 @@ mod event;
 mod fingerprint;
 mod ignored;
 mod model;
+mod monitor;
 mod network;
 mod node_id;
 mod out;
+mod partial_hash;
 mod property;
 mod protocol;
 mod scenario;
@@ -40,9 +42,11 @@ pub use event::{Action, Event};
 pub use fingerprint::{Fingerprint, FingerprintHasher};
 pub use ignored::Ignored;
 pub use model::{Budget, Driver, Faults, Model, ModelError};
+pub use monitor::{DynMonitor, Monitor, MonitorState, Observation, Temperature};
 pub use network::{Envelope, NetworkKind};
 pub use node_id::NodeId;
 pub use out::{Chooser, Out, QueueFull};
+pub use partial_hash::{message_kind, PartialHash, PartialHasher};
 pub use property::{Property, PropertyKind};
 pub use protocol::Protocol;
 pub use scenario::Scenario;
@@ -52,8 +56,8 @@ pub use simulator::{
 };
 pub use symmetry::{Permutation, Symmetry};
 pub use trace::{
-    LivenessFinding, NearestLive, NodeDiff, ReplayError, Replayed, SentMessage, SystemRef, Trace, TraceError,
-    TraceInitial, TraceScenario, TraceStep, TraceVerdict, TRACE_FORMAT, TRACE_VERSION,
+    LassoFinding, LivenessFinding, NearestLive, NodeDiff, ReplayError, Replayed, SentMessage, SystemRef,
+    Trace, TraceError, TraceInitial, TraceScenario, TraceStep, TraceVerdict, TRACE_FORMAT, TRACE_VERSION,
 };
 pub use weights::{EventKind, Weights, WeightsError};
 pub use world::{NodeView, World};

@@ -5,7 +5,10 @@
 //! [`crate::Simulator::new`], so engines can trust it.
 
 use crate::scenario::Resolved;
-use crate::{NetworkKind, NodeId, Property, PropertyKind, Protocol, Scenario, Symmetry, Weights, World};
+use crate::{
+    DynMonitor, Monitor, NetworkKind, NodeId, PartialHash, Property, PropertyKind, Protocol, Scenario,
+    Symmetry, Weights, World,
+};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -224,6 +227,8 @@ pub struct Model<P: Protocol> {
     queue_capacity: Option<usize>,
     weights: Weights,
     start: Option<Scenario<P>>,
+    monitors: Vec<DynMonitor<P>>,
+    partial_hash: PartialHash<P>,
     /// The start scenario run against the model, once, by the first simulator.
     resolved: OnceLock<Result<Resolved<P>, String>>,
 }
@@ -243,6 +248,8 @@ impl<P: Protocol> Model<P> {
             queue_capacity: None,
             weights: Weights::default(),
             start: None,
+            monitors: Vec::new(),
+            partial_hash: PartialHash::Default,
             resolved: OnceLock::new(),
         }
     }
@@ -356,6 +363,29 @@ impl<P: Protocol> Model<P> {
         predicate: impl Fn(&World<P>) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.property(PropertyKind::Eventually, name, predicate)
+    }
+
+    /// Adds a specification monitor (P#'s liveness monitors): the lasso engines report
+    /// executions that stay hot forever.
+    pub fn monitor(mut self, monitor: impl Monitor<P>) -> Self {
+        self.monitors.push(DynMonitor::new(monitor));
+        self
+    }
+
+    /// Sets how lasso detection hashes worlds (default: [`PartialHash::Default`]).
+    pub fn partial_hash(mut self, hash: PartialHash<P>) -> Self {
+        self.partial_hash = hash;
+        self
+    }
+
+    /// The declared monitors (without the `eventually` properties).
+    pub fn monitors(&self) -> &[DynMonitor<P>] {
+        &self.monitors
+    }
+
+    /// How lasso detection hashes worlds.
+    pub fn lasso_hash(&self) -> &PartialHash<P> {
+        &self.partial_hash
     }
 
     fn property(

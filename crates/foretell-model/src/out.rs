@@ -9,11 +9,20 @@
 use crate::{network::Network, NodeId, Protocol};
 use std::cell::Cell;
 use std::fmt::Display;
+use std::panic::Location;
 
 /// Answers a handler's `choose(n)` questions.
 pub trait Chooser {
     /// A value in `0..n`; `n` is at least 1.
     fn choose(&mut self, n: usize) -> usize;
+
+    /// A value in `0..n` for the `choose` call at `site` in the protocol's source. Engines that
+    /// reason about choice sites (lasso detection's fairness: every site in a cycle takes each
+    /// of its values) override this; the default ignores the site.
+    fn choose_at(&mut self, n: usize, site: &'static Location<'static>) -> usize {
+        let _ = site;
+        self.choose(n)
+    }
 }
 
 /// The handler's window on the world: sends, timers, choices, clock, log and assertions.
@@ -132,15 +141,17 @@ impl<'a, P: Protocol> Out<'a, P> {
     /// # Panics
     /// If `n` is 0 (there is nothing to choose from); under a checker the panic is reported as
     /// a violation of the handler.
+    #[track_caller]
     pub fn choose(&mut self, n: usize) -> usize {
         assert!(n > 0, "choose(0): nothing to choose from");
-        let value = self.chooser.choose(n);
+        let value = self.chooser.choose_at(n, Location::caller());
         assert!(value < n, "chooser answered {value} to choose({n})");
         self.choices.push(value);
         value
     }
 
     /// Chooses one element of `items`; `None` if it is empty.
+    #[track_caller]
     pub fn choose_from<'t, T>(&mut self, items: &'t [T]) -> Option<&'t T> {
         if items.is_empty() {
             None

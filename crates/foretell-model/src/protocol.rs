@@ -59,6 +59,15 @@ pub trait Protocol: Sized + Send + Sync + 'static {
         let _ = (me, state, input, out);
     }
 
+    /// The coarse control state of `state` — P#'s machine state — that lasso detection's
+    /// default partial hash remembers ([`crate::PartialHash::Default`]). Leave out what grows
+    /// forever (round numbers, counters): a cycle of phases is then found even though the full
+    /// state never repeats. The default, 0, says nothing about the state.
+    fn phase(&self, state: &Self::State) -> u64 {
+        let _ = state;
+        0
+    }
+
     /// The transport tells node `me` that its connection to `peer` broke (the peer reset, or a
     /// socket error): what a TCP RST looks like to the application.
     fn on_transport_error(&self, me: NodeId, state: &mut Self::State, peer: NodeId, out: &mut Out<'_, Self>) {

@@ -80,6 +80,17 @@ pub struct StepRecord<P: Protocol> {
     pub log: Vec<String>,
 }
 
+/// How much of a step is recorded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Recording {
+    /// Nothing: the search's case.
+    Off,
+    /// The event and the messages sent.
+    Events,
+    /// The event, the messages sent and the log lines: a trace's step.
+    Full,
+}
+
 /// The result of one step.
 #[derive(Debug)]
 pub struct StepOutcome<P: Protocol> {
@@ -563,6 +574,19 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
     }
 
+    /// The node whose handler `action` runs in `world`, or `None` for a fault the environment
+    /// injects: what a scheduler that picks processes sees of an action.
+    pub fn process_of(&self, world: &World<P>, action: Action) -> Option<NodeId> {
+        match action {
+            Action::Deliver(i) => Some(world.network.messages()[i as usize].to),
+            Action::TransportError(i) => Some(world.network.errors()[i as usize].0),
+            Action::Timer(node, _) => Some(node),
+            Action::Input(i) => Some(self.model.input_driver().once[i as usize].0),
+            Action::Spontaneous(i) => Some(self.model.input_driver().spontaneous[i as usize].0),
+            Action::Reset(_) | Action::Drop(_) | Action::Duplicate(_) | Action::SocketError(_) => None,
+        }
+    }
+
     /// The self-describing event of `action` in `world`.
     pub fn event(&self, world: &World<P>, action: Action) -> EventOf<P> {
         let message = |i: u32| &world.network.messages()[i as usize];
@@ -620,7 +644,30 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         chooser: &mut dyn Chooser,
         record: bool,
     ) -> StepOutcome<P> {
-        let effect = self.effect(world, action, chooser, record);
+        let recording = if record { Recording::Full } else { Recording::Off };
+        self.step_recording(world, action, chooser, recording)
+    }
+
+    /// Executes `action` like [`Simulator::step`], recording the event and the messages sent
+    /// but not the log lines: what a specification monitor observes, at a fraction of a
+    /// recorded step's cost.
+    pub fn observed_step(
+        &self,
+        world: &World<P>,
+        action: Action,
+        chooser: &mut dyn Chooser,
+    ) -> StepOutcome<P> {
+        self.step_recording(world, action, chooser, Recording::Events)
+    }
+
+    fn step_recording(
+        &self,
+        world: &World<P>,
+        action: Action,
+        chooser: &mut dyn Chooser,
+        recording: Recording,
+    ) -> StepOutcome<P> {
+        let effect = self.effect(world, action, chooser, recording);
         let next = match effect.change {
             Some(change) => (*change).apply(world),
             None => world.clone(),
@@ -635,9 +682,15 @@ impl<'m, P: Protocol> Simulator<'m, P> {
 
     /// What `action` does to `world`, with the next fingerprint computed from the changed
     /// parts only.
-    fn effect(&self, world: &World<P>, action: Action, chooser: &mut dyn Chooser, record: bool) -> Effect<P> {
-        if record {
-            return self.run_effect(world, action, chooser, true).0;
+    fn effect(
+        &self,
+        world: &World<P>,
+        action: Action,
+        chooser: &mut dyn Chooser,
+        recording: Recording,
+    ) -> Effect<P> {
+        if recording != Recording::Off {
+            return self.run_effect(world, action, chooser, recording).0;
         }
         NOOPS.with(|memo| match memo.try_borrow_mut() {
             Ok(mut memo) => {
@@ -648,7 +701,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 self.memoized_effect(world, action, key, chooser, &mut memo)
             }
             // A handler that explores a model of its own re-enters here: no memo for it.
-            Err(_) => self.run_effect(world, action, chooser, false).0,
+            Err(_) => self.run_effect(world, action, chooser, Recording::Off).0,
         })
     }
 
@@ -662,7 +715,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         chooser: &mut dyn Chooser,
         memo: &mut NoopMemo,
     ) -> Effect<P> {
-        let (effect, memoizable) = self.run_effect(world, action, chooser, false);
+        let (effect, memoizable) = self.run_effect(world, action, chooser, Recording::Off);
         if let Some(key) = key {
             if memoizable
                 && effect.change.is_none()
@@ -699,9 +752,9 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         world: &World<P>,
         action: Action,
         chooser: &mut dyn Chooser,
-        record: bool,
+        recording: Recording,
     ) -> (Effect<P>, bool) {
-        let event = record.then(|| self.event(world, action));
+        let event = (recording != Recording::Off).then(|| self.event(world, action));
         let budget = self.model.fault_budget();
         let mut pending = world.pending;
         let mut faults = world.faults_used;
@@ -760,7 +813,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 (node, Call::Restart)
             }
         };
-        self.handler_effect(world, network, pending, faults, node, call, chooser, event)
+        let logs = recording == Recording::Full;
+        self.handler_effect(world, network, pending, faults, node, call, chooser, event, logs)
     }
 
     fn network_effect(
@@ -799,6 +853,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         call: Call<'_, P>,
         chooser: &mut dyn Chooser,
         event: Option<EventOf<P>>,
+        logs: bool,
     ) -> (Effect<P>, bool) {
         let protocol = self.model.protocol();
         let slot = &world.nodes[me.index()];
@@ -813,10 +868,9 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
         }
         let mut clock = slot.clock;
-        let record = event.is_some();
         // The handler sees the network after its event (a delivered message has left it).
         let seen = network.as_ref().unwrap_or(&world.network);
-        let mut out = self.out(me, &mut timers, &mut clock, chooser, record, seen);
+        let mut out = self.out(me, &mut timers, &mut clock, chooser, logs, seen);
         let result = catch_unwind(AssertUnwindSafe(|| match call {
             Call::Message(from, envelope) => {
                 protocol.on_message(me, &mut state, from, &envelope.msg, &mut out)
@@ -909,7 +963,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                         }
                         self.memoized_effect(world, action, key, &mut odometer, memo)
                     }
-                    None => self.run_effect(world, action, &mut odometer, false).0,
+                    None => self.run_effect(world, action, &mut odometer, Recording::Off).0,
                 };
                 if !each(ordinal, action, effect) {
                     return;

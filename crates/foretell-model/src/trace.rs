@@ -129,6 +129,26 @@ pub struct Trace {
     /// For a liveness violation: the critical transition and the nearest live path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub liveness: Option<LivenessFinding>,
+    /// For a lasso: where its cycle starts and what kept it hot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lasso: Option<LassoFinding>,
+}
+
+/// What a lasso engine found (P#, FMCAD'17, section II): the trace's steps are the stem and then
+/// one iteration of a cycle that can repeat forever, hot and fair.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LassoFinding {
+    /// How it was found: `caching` (a partial-state repeat confirmed by replay), `exact` (a
+    /// fair strongly connected component of the state graph), `temperature` (hot for too long)
+    /// or `ends-hot` (the execution stopped in a hot world).
+    pub method: String,
+    /// The number of stem steps: the cycle is the steps after them (none for `temperature` and
+    /// `ends-hot`, which report no cycle).
+    pub cycle_start: usize,
+    /// The cycle's length in steps.
+    pub cycle_length: usize,
+    /// The hot monitors at the end, each with its state.
+    pub hot: Vec<(String, String)>,
 }
 
 /// What the liveness engine found on a dead path (MaceMC, NSDI'07, sections 4.1 and 5).
@@ -316,6 +336,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             steps: trace_steps,
             verdict,
             liveness: None,
+            lasso: None,
         }
     }
 

@@ -24,7 +24,17 @@ impl Trace {
         if let Some(scenario) = scenario_end(0) {
             let _ = writeln!(text, "      --- the search started here, at scenario {:?} ---", scenario.name);
         }
-        for step in &self.steps {
+        // A lasso's stem is shown briefly, its cycle in full.
+        let cycle = self.lasso.as_ref().filter(|l| l.cycle_length > 0);
+        let shown_from = cycle.map_or(0, |l| l.cycle_start.saturating_sub(STEM_SHOWN));
+        if shown_from > 0 {
+            let _ = writeln!(text, "      ... {shown_from} stem steps not shown ...");
+        }
+        for (i, step) in self.steps.iter().enumerate().skip(shown_from) {
+            if cycle.is_some_and(|l| l.cycle_start == i) {
+                let length = cycle.map_or(0, |l| l.cycle_length);
+                let _ = writeln!(text, "      --- the cycle: these {length} steps repeat forever ---");
+            }
             let _ = writeln!(text, "{}", step_line(step));
             for line in &step.log {
                 let _ = writeln!(text, "            log: {line}");
@@ -46,9 +56,17 @@ impl Trace {
                 verdict.step, verdict.kind, verdict.property, verdict.message
             );
         }
+        if let Some(lasso) = &self.lasso {
+            for (monitor, state) in &lasso.hot {
+                let _ = writeln!(text, "hot: {monitor} = {state}");
+            }
+        }
         text
     }
 }
+
+/// How many steps of a lasso's stem are shown before its cycle.
+const STEM_SHOWN: usize = 3;
 
 fn step_line(step: &TraceStep) -> String {
     let mut line = format!("{:>5}  {:<4} {}", step.step, format!("n{}", step.node.0), describe(&step.event));

@@ -34,7 +34,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use walk::{Steps, WalkEnd, WalkRng, Walked, Walker};
+pub(crate) use walk::WalkRng;
+use walk::{Steps, WalkEnd, Walked, Walker};
 
 /// Where the liveness search starts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

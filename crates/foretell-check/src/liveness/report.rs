@@ -196,6 +196,7 @@ pub fn describe(trace: &Trace) -> String {
             steps: shown.cloned().collect(),
             verdict: None,
             liveness: None,
+            lasso: None,
             scenario: None,
             ..trace.clone()
         };

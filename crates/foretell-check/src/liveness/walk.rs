@@ -23,7 +23,7 @@ impl WalkRng {
     }
 
     /// A uniform draw from `0..n` (Lemire's multiply-shift; `n` is at least 1).
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.0.next_u64()) * u128::from(n)) >> 64) as u64
     }
 }

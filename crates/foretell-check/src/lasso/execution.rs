@@ -1,0 +1,573 @@
+//! One execution of a program under a scheduler, watched for liveness violations: P#'s
+//! `EXECPROGRAM` with `CHECKTEMP`, `CHECKLASSO` and `REPLAYCYCLE` (FMCAD'17 "Lasso Detection
+//! using Partial-State Caching", section III, Algorithms 1 to 4).
+//!
+//! Each step appends a trace event — the scheduled process, the processes enabled in the
+//! source world, whether it was hot, and its partial hash (the model's [`PartialHash`] with the
+//! monitors' states) — plus the choice sites its handler used. The temperature method reports
+//! `TT` consecutive hot worlds. The caching method looks up each new world's hash among the
+//! trace's earlier ones; a repeat proposes the segment since as a cycle, which is considered
+//! only if it is hot and fair — every process enabled in it is scheduled in it, and every
+//! choice site used in it takes each of its values — and is then *replayed* `RT` times: the
+//! cycle's processes are scheduled again (each with an event of the same shape, its handler
+//! given the same choices), and every world must match the cycle's enabled set, stay hot and
+//! hash the same. A replay that fails is a discarded cycle (the paper's `D`); the execution goes
+//! on from where the replay stopped, as the paper's does. Candidates are tried most recent first
+//! (the shortest cycle first) where the paper tries them in random order.
+//!
+//! Both methods also report an execution that stops, with nothing enabled, in a hot world.
+
+use super::scheduler::Scheduler;
+use super::LassoOptions;
+use foretell_model::{
+    message_kind, Action, Chooser, EventOf, FingerprintHasher, Model, MonitorState, Observation, PartialHash,
+    Protocol, Simulator, StepViolation, Temperature, World,
+};
+use rustc_hash::FxHashMap;
+use std::panic::Location;
+
+/// The steps of an execution, replayable: each action with its handler's choice values.
+pub(crate) type Steps = Vec<(Action, Vec<usize>)>;
+
+/// How lasso detection decides that an execution violates liveness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Partial-state caching with replay (Algorithms 3 and 4).
+    Caching,
+    /// The temperature threshold (Algorithm 2).
+    Temperature,
+}
+
+/// What one execution found.
+pub(crate) enum Found {
+    /// A hot, fair cycle confirmed by replay: the steps are the stem and one iteration; `cycle`
+    /// is the iteration as the replay matches it.
+    Lasso { cycle_start: usize, cycle: Vec<CycleStep> },
+    /// `TT` consecutive hot worlds.
+    TooHot,
+    /// The execution stopped in a hot world with nothing enabled.
+    EndsHot,
+    /// A step violated a safety property.
+    Safety(StepViolation),
+}
+
+/// One execution's result.
+pub(crate) struct Executed<P: Protocol> {
+    /// The initial world's choices.
+    pub(crate) init_choices: Vec<usize>,
+    /// The steps up to the finding (for a lasso: the stem and one cycle iteration).
+    pub(crate) steps: Steps,
+    pub(crate) found: Option<Found>,
+    /// Steps executed, replays included.
+    pub(crate) executed: u64,
+    /// Hot, fair candidate cycles whose replay failed.
+    pub(crate) discarded: u64,
+    /// The world and monitors at the finding, to confirm it.
+    pub(crate) last: Option<(World<P>, Vec<MonitorState>)>,
+}
+
+/// A step of a cycle as a replay matches it: the event's shape, its process and its handler's
+/// choices.
+pub(crate) type CycleStep = (u64, u32, Vec<usize>);
+
+/// Process number of the environment (faults), after the nodes.
+pub(crate) fn environment(model_nodes: usize) -> u32 {
+    model_nodes as u32
+}
+
+/// A trace event of Algorithm 1, with what the fairness check and the replay need.
+struct TraceEvent {
+    process: u32,
+    /// The shape of the event (its kind, node, peer, and message kind or timer), which the
+    /// replay matches instead of its exact payload.
+    shape: u64,
+    choices: Vec<usize>,
+    /// Choice sites used, as (site, value, arity).
+    sites: Vec<(u32, u32, u32)>,
+    enabled: u64,
+    hash: u64,
+}
+
+/// Interns choice sites (source locations of `choose` calls) as small numbers.
+#[derive(Default)]
+pub(crate) struct Sites(FxHashMap<(&'static str, u32, u32), u32>);
+
+impl Sites {
+    pub(crate) fn id(&mut self, site: &'static Location<'static>) -> u32 {
+        let next = self.0.len() as u32;
+        *self.0.entry((site.file(), site.line(), site.column())).or_insert(next)
+    }
+}
+
+/// The chooser of a step: the scheduler's answers (or a cycle's recorded ones on replay),
+/// with the sites noted.
+struct StepChooser<'a> {
+    scheduler: &'a mut Scheduler,
+    sites: &'a mut Sites,
+    replay: Option<&'a [usize]>,
+    /// The replay asked something the cycle did not record.
+    diverged: bool,
+    used: Vec<(u32, u32, u32)>,
+}
+
+impl Chooser for StepChooser<'_> {
+    fn choose(&mut self, n: usize) -> usize {
+        self.scheduler.next_choice(n)
+    }
+
+    fn choose_at(&mut self, n: usize, site: &'static Location<'static>) -> usize {
+        let value = match self.replay.and_then(|values| values.get(self.used.len())) {
+            Some(&value) if value < n => value,
+            recorded => {
+                self.diverged |= recorded.is_some() || self.replay.is_some();
+                self.scheduler.next_choice(n)
+            }
+        };
+        let site = self.sites.id(site);
+        self.used.push((site, value as u32, n as u32));
+        value
+    }
+}
+
+/// A step taken and observed.
+pub(crate) struct Stepped<P: Protocol> {
+    pub(crate) world: World<P>,
+    pub(crate) monitors: Vec<MonitorState>,
+    pub(crate) choices: Vec<usize>,
+    /// The event, when a monitor reads events.
+    pub(crate) event: Option<EventOf<P>>,
+}
+
+/// A world with what the engine knows of it.
+struct Current<P: Protocol> {
+    world: World<P>,
+    monitors: Vec<MonitorState>,
+    hot: bool,
+    hash: u64,
+}
+
+/// The per-model part of every execution: simulator, monitors, hash.
+pub(crate) struct Executor<'s, 'm, P: Protocol> {
+    pub(crate) sim: &'s Simulator<'m, P>,
+    pub(crate) model: &'m Model<P>,
+    pub(crate) monitors: &'s [foretell_model::DynMonitor<P>],
+    pub(crate) hash: &'s PartialHash<P>,
+    pub(crate) options: &'s LassoOptions,
+    pub(crate) method: Method,
+    /// Whether a monitor reads steps' events (otherwise steps are not recorded).
+    pub(crate) observe_events: bool,
+}
+
+impl<P: Protocol> Executor<'_, '_, P> {
+    /// Whether `monitors` are hot.
+    pub(crate) fn hot(&self, monitors: &[MonitorState]) -> bool {
+        self.monitors.iter().zip(monitors).any(|(m, s)| m.temperature(s) == Temperature::Hot)
+    }
+
+    fn current(&self, world: World<P>, monitors: Vec<MonitorState>) -> Current<P> {
+        let hot = self.hot(&monitors);
+        let mut hash = self.hash.of(self.model.protocol(), &world);
+        for state in &monitors {
+            hash = FingerprintHasher::mix(hash, xxhash_rust::xxh3::xxh3_128(state.bytes())) as u64;
+        }
+        Current { world, monitors, hot, hash }
+    }
+
+    /// The enabled actions of `world` with their processes, and the enabled-process set
+    /// (faults are not owed fairness, so the environment is never in it).
+    pub(crate) fn enabled(
+        &self,
+        world: &World<P>,
+        actions: &mut Vec<Action>,
+        processes: &mut Vec<u32>,
+    ) -> u64 {
+        self.sim.actions(world, actions);
+        processes.clear();
+        let env = environment(self.model.node_count());
+        let mut mask = 0u64;
+        for &action in actions.iter() {
+            let process = self.sim.process_of(world, action).map_or(env, |node| node.0);
+            if process != env {
+                mask |= 1 << process;
+            }
+            processes.push(process);
+        }
+        mask
+    }
+
+    /// Runs `action` with `chooser` and observes it: the next world and monitors, or the
+    /// violation it caused.
+    pub(crate) fn step(
+        &self,
+        world: &World<P>,
+        monitors: &[MonitorState],
+        action: Action,
+        chooser: &mut dyn Chooser,
+    ) -> Result<Stepped<P>, StepViolation> {
+        let outcome = if self.observe_events {
+            self.sim.observed_step(world, action, chooser)
+        } else {
+            self.sim.step(world, action, chooser, false)
+        };
+        if let Some(violation) = outcome.violation {
+            return Err(violation);
+        }
+        if let Some(violation) = self.sim.violated_invariant(&outcome.world) {
+            return Err(violation);
+        }
+        let mut next = monitors.to_vec();
+        let event = match outcome.record {
+            Some(record) => {
+                let observation = Observation {
+                    before: world,
+                    event: &record.event,
+                    sent: &record.sent,
+                    after: &outcome.world,
+                };
+                for (monitor, state) in self.monitors.iter().zip(&mut next) {
+                    monitor.observe(state, &observation);
+                }
+                Some(record.event)
+            }
+            None => {
+                // Only `eventually` monitors: they read the world after, not the event.
+                let event = self.sim.event(world, action);
+                let observation =
+                    Observation { before: world, event: &event, sent: &[], after: &outcome.world };
+                for (monitor, state) in self.monitors.iter().zip(&mut next) {
+                    monitor.observe(state, &observation);
+                }
+                None
+            }
+        };
+        Ok(Stepped { world: outcome.world, monitors: next, choices: outcome.choices, event })
+    }
+
+    /// The shape of `action`'s event in `world`: what a replayed step must match.
+    fn shape(&self, world: &World<P>, action: Action, event: Option<&EventOf<P>>) -> u64 {
+        use foretell_model::Event;
+        let owned;
+        let event = match event {
+            Some(event) => event,
+            None => {
+                owned = self.sim.event(world, action);
+                &owned
+            }
+        };
+        let tag =
+            |kind: u64, a: u32, b: u32, c: u64| -> u64 { FingerprintHasher::hash(&(kind, a, b, c)) as u64 };
+        match event {
+            Event::Deliver { from, to, msg } => tag(0, from.0, to.0, message_kind(msg)),
+            Event::Drop { from, to, msg } => tag(1, from.0, to.0, message_kind(msg)),
+            Event::Duplicate { from, to, msg } => tag(2, from.0, to.0, message_kind(msg)),
+            Event::TransportError { node, peer } => tag(3, node.0, peer.0, 0),
+            Event::SocketError { node, peer } => tag(4, node.0, peer.0, 0),
+            Event::Timer { node, timer } => tag(5, node.0, 0, FingerprintHasher::hash(timer) as u64),
+            Event::Input { node, input } => tag(6, node.0, 0, FingerprintHasher::hash(input) as u64),
+            Event::Spontaneous { node, input } => tag(7, node.0, 0, FingerprintHasher::hash(input) as u64),
+            Event::Reset { node } => tag(8, node.0, 0, 0),
+        }
+    }
+
+    /// Runs one execution (Algorithm 1) from `init` under `scheduler`.
+    pub(crate) fn execute(
+        &self,
+        init: (&[usize], &World<P>),
+        scheduler: &mut Scheduler,
+        sites: &mut Sites,
+    ) -> Executed<P> {
+        let monitors = self.monitors.iter().map(|m| m.init(init.1)).collect();
+        let mut run = Run {
+            exec: self,
+            current: self.current(init.1.clone(), monitors),
+            trace: Vec::new(),
+            steps: Vec::new(),
+            seen: FxHashMap::default(),
+            last_cold: None,
+            temperature: 0,
+            executed: 0,
+            discarded: 0,
+            actions: Vec::new(),
+            processes: Vec::new(),
+        };
+        let found = run.go(scheduler, sites);
+        let last = found.is_some().then(|| (run.current.world.clone(), run.current.monitors.clone()));
+        let steps = match &found {
+            Some(Found::Lasso { cycle_start, cycle }) => {
+                run.steps.truncate(cycle_start + cycle.len());
+                run.steps
+            }
+            _ => run.steps,
+        };
+        Executed {
+            init_choices: init.0.to_vec(),
+            steps,
+            found,
+            executed: run.executed,
+            discarded: run.discarded,
+            last,
+        }
+    }
+}
+
+/// The state of one execution.
+struct Run<'e, 's, 'm, P: Protocol> {
+    exec: &'e Executor<'s, 'm, P>,
+    current: Current<P>,
+    trace: Vec<TraceEvent>,
+    steps: Steps,
+    /// Trace positions by hash.
+    seen: FxHashMap<u64, Vec<u32>>,
+    /// The last trace position whose world was not hot.
+    last_cold: Option<usize>,
+    temperature: usize,
+    executed: u64,
+    discarded: u64,
+    actions: Vec<Action>,
+    processes: Vec<u32>,
+}
+
+/// Why a step could not be taken as asked.
+enum StepError {
+    Violation(StepViolation),
+    /// A replayed step found no matching event, or its handler asked other choices.
+    Mismatch,
+}
+
+impl<P: Protocol> Run<'_, '_, '_, P> {
+    fn go(&mut self, scheduler: &mut Scheduler, sites: &mut Sites) -> Option<Found> {
+        let options = self.exec.options;
+        for _ in 0..options.max_steps {
+            let enabled = self.enabled();
+            if self.actions.is_empty() {
+                return self.current.hot.then_some(Found::EndsHot);
+            }
+            let pick = scheduler.next_event(&self.processes);
+            let action = self.actions[pick];
+            if let Err(StepError::Violation(v)) = self.take(action, enabled, None, scheduler, sites) {
+                return Some(Found::Safety(v));
+            }
+            match self.exec.method {
+                Method::Temperature => {
+                    if self.current.hot {
+                        self.temperature += 1;
+                        if self.temperature == options.temperature_threshold {
+                            return Some(Found::TooHot);
+                        }
+                    } else {
+                        self.temperature = 0;
+                    }
+                }
+                Method::Caching => {
+                    if let Some(found) = self.check_lasso(scheduler, sites) {
+                        return Some(found);
+                    }
+                }
+            }
+        }
+        self.enabled();
+        (self.actions.is_empty() && self.current.hot).then_some(Found::EndsHot)
+    }
+
+    fn enabled(&mut self) -> u64 {
+        self.exec.enabled(&self.current.world, &mut self.actions, &mut self.processes)
+    }
+
+    /// Takes `action` (whose world's enabled set is `enabled`), recording its trace event;
+    /// `replay` gives the choices a replayed step must make.
+    fn take(
+        &mut self,
+        action: Action,
+        enabled: u64,
+        replay: Option<&[usize]>,
+        scheduler: &mut Scheduler,
+        sites: &mut Sites,
+    ) -> Result<(), StepError> {
+        let process = self
+            .exec
+            .sim
+            .process_of(&self.current.world, action)
+            .map_or(environment(self.exec.model.node_count()), |n| n.0);
+        let mut chooser = StepChooser { scheduler, sites, replay, diverged: false, used: Vec::new() };
+        let stepped = self.exec.step(&self.current.world, &self.current.monitors, action, &mut chooser);
+        self.executed += 1;
+        let Stepped { world, monitors, choices, event } = match stepped {
+            Ok(stepped) => stepped,
+            Err(violation) => {
+                // The violating step ends the trace.
+                self.steps.push((action, chooser.used.iter().map(|&(_, value, _)| value as usize).collect()));
+                return Err(StepError::Violation(violation));
+            }
+        };
+        let diverged = chooser.diverged || replay.is_some_and(|values| values.len() != choices.len());
+        let used = chooser.used;
+        let shape = self.exec.shape(&self.current.world, action, event.as_ref());
+        let position = self.trace.len();
+        if !self.current.hot {
+            self.last_cold = Some(position);
+        }
+        self.seen.entry(self.current.hash).or_default().push(position as u32);
+        self.trace.push(TraceEvent {
+            process,
+            shape,
+            choices: choices.clone(),
+            sites: used,
+            enabled,
+            hash: self.current.hash,
+        });
+        self.steps.push((action, choices));
+        self.current = self.exec.current(world, monitors);
+        if diverged {
+            Err(StepError::Mismatch)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Algorithm 3: a hash repeat that closes a hot, fair segment is replayed.
+    fn check_lasso(&mut self, scheduler: &mut Scheduler, sites: &mut Sites) -> Option<Found> {
+        let candidates = self.seen.get(&self.current.hash)?;
+        let start = candidates.iter().rev().map(|&i| i as usize).find(|&i| self.hot_and_fair(i))?;
+        self.replay_cycle(start, scheduler, sites)
+    }
+
+    /// Whether the trace segment from `start` is hot and fair.
+    fn hot_and_fair(&self, start: usize) -> bool {
+        if self.last_cold.is_some_and(|cold| cold >= start) {
+            return false;
+        }
+        let segment = &self.trace[start..];
+        let mut enabled = 0u64;
+        let mut scheduled = 0u64;
+        let mut values: FxHashMap<u32, (u64, u32)> = FxHashMap::default();
+        for event in segment {
+            enabled |= event.enabled;
+            if event.process < 64 {
+                scheduled |= 1 << event.process;
+            }
+            for &(site, value, arity) in &event.sites {
+                let entry = values.entry(site).or_insert((0, arity));
+                if value < 64 {
+                    entry.0 |= 1 << value;
+                }
+            }
+        }
+        // Every value of every site with at most 64 values: larger sites (a random integer)
+        // cannot be expected to take all of them.
+        let choices_fair = values.values().all(|&(seen, arity)| arity > 64 || seen.count_ones() == arity);
+        enabled & !scheduled == 0 && choices_fair
+    }
+
+    /// Algorithm 4: replays the cycle `trace[start..]` `RT` times.
+    fn replay_cycle(&mut self, start: usize, scheduler: &mut Scheduler, sites: &mut Sites) -> Option<Found> {
+        let cycle: Vec<(u32, u64, Vec<usize>, u64, u64)> = self.trace[start..]
+            .iter()
+            .map(|e| (e.process, e.shape, e.choices.clone(), e.enabled, e.hash))
+            .collect();
+        let length = cycle.len();
+        let stem_and_cycle = self.steps.len();
+        for j in 0..self.exec.options.replays * length {
+            let (process, shape, choices, _, _) = &cycle[j % length];
+            let enabled = self.enabled();
+            let action = self.actions.iter().zip(&self.processes).find_map(|(&action, &p)| {
+                (p == *process && self.exec.shape(&self.current.world, action, None) == *shape)
+                    .then_some(action)
+            });
+            let Some(action) = action else {
+                self.discarded += 1;
+                return None;
+            };
+            match self.take(action, enabled, Some(choices), scheduler, sites) {
+                Ok(()) => {}
+                Err(StepError::Violation(v)) => return Some(Found::Safety(v)),
+                Err(StepError::Mismatch) => {
+                    self.discarded += 1;
+                    return None;
+                }
+            }
+            let (_, _, _, next_enabled, next_hash) = cycle[(j + 1) % length];
+            if self.enabled() != next_enabled || !self.current.hot || self.current.hash != next_hash {
+                self.discarded += 1;
+                return None;
+            }
+        }
+        self.steps.truncate(stem_and_cycle);
+        let cycle =
+            cycle.into_iter().map(|(process, shape, choices, _, _)| (shape, process, choices)).collect();
+        Some(Found::Lasso { cycle_start: start, cycle })
+    }
+}
+
+/// Replays `cycle` `iterations` more times from `world`, where a confirmed replay ended:
+/// whether every replayed step finds its event and the
+/// monitors stay hot. The reporting engine's check for a false positive.
+pub(crate) fn cycle_holds<P: Protocol>(
+    exec: &Executor<'_, '_, P>,
+    world: World<P>,
+    monitors: Vec<MonitorState>,
+    cycle: &[CycleStep],
+    iterations: usize,
+    scheduler: &mut Scheduler,
+) -> bool {
+    let mut current = (world, monitors);
+    let mut actions = Vec::new();
+    let mut processes = Vec::new();
+    let mut sites = Sites::default();
+    for _ in 0..iterations {
+        for (shape, process, choices) in cycle {
+            exec.enabled(&current.0, &mut actions, &mut processes);
+            let action = actions.iter().zip(&processes).find_map(|(&action, &p)| {
+                (p == *process && exec.shape(&current.0, action, None) == *shape).then_some(action)
+            });
+            let Some(action) = action else { return false };
+            let mut chooser = StepChooser {
+                scheduler,
+                sites: &mut sites,
+                replay: Some(choices),
+                diverged: false,
+                used: Vec::new(),
+            };
+            let Ok(Stepped { world, monitors, .. }) = exec.step(&current.0, &current.1, action, &mut chooser)
+            else {
+                return false;
+            };
+            if chooser.diverged || !exec.hot(&monitors) {
+                return false;
+            }
+            current = (world, monitors);
+        }
+    }
+    true
+}
+
+/// Continues from `world` under the random tail of `scheduler` for `steps` steps: whether the
+/// monitors cool down (then a temperature report was premature: a false positive).
+pub(crate) fn cools_down<P: Protocol>(
+    exec: &Executor<'_, '_, P>,
+    world: World<P>,
+    monitors: Vec<MonitorState>,
+    steps: usize,
+    scheduler: &mut Scheduler,
+) -> bool {
+    let mut current = (world, monitors);
+    let mut actions = Vec::new();
+    let mut processes = Vec::new();
+    let mut sites = Sites::default();
+    for _ in 0..steps {
+        if !exec.hot(&current.1) {
+            return true;
+        }
+        exec.enabled(&current.0, &mut actions, &mut processes);
+        if actions.is_empty() {
+            return false;
+        }
+        let action = actions[scheduler.next_event(&processes)];
+        let mut chooser =
+            StepChooser { scheduler, sites: &mut sites, replay: None, diverged: false, used: Vec::new() };
+        match exec.step(&current.0, &current.1, action, &mut chooser) {
+            Ok(Stepped { world, monitors, .. }) => current = (world, monitors),
+            Err(_) => return false,
+        }
+    }
+    !exec.hot(&current.1)
+}
