@@ -1,7 +1,10 @@
 //! `DynModel`: a model with its protocol type erased, so that a registry of systems and the
 //! command line can check, describe and replay any of them through one interface.
 
-use crate::{Check, CheckOptions, Liveness, LivenessError, LivenessOptions, LivenessReport, Report};
+use crate::{
+    Check, CheckOptions, Lasso, LassoError, LassoOptions, LassoReport, Liveness, LivenessError,
+    LivenessOptions, LivenessReport, Report,
+};
 use foretell_model::{
     Budget, Model, ModelError, NetworkKind, Protocol, ReplayError, Scenario, Simulator, Trace, TraceVerdict,
 };
@@ -68,6 +71,13 @@ pub trait DynModel: Send + Sync {
     /// option is out of range.
     fn liveness(self: Arc<Self>, options: &LivenessOptions) -> Result<LivenessReport, LivenessError>;
 
+    /// Runs the lasso engine.
+    ///
+    /// # Errors
+    /// A [`LassoError`] if the model does not validate, nothing in it can be hot, or an option
+    /// is out of range.
+    fn lasso(&self, options: &LassoOptions) -> Result<LassoReport, LassoError>;
+
     /// Re-executes a trace against this model.
     ///
     /// # Errors
@@ -118,6 +128,10 @@ impl<P: Protocol> DynModel for Model<P> {
 
     fn liveness(self: Arc<Self>, options: &LivenessOptions) -> Result<LivenessReport, LivenessError> {
         Liveness::with_options(self, options.clone()).run()
+    }
+
+    fn lasso(&self, options: &LassoOptions) -> Result<LassoReport, LassoError> {
+        Lasso::new(self).options(options.clone()).run()
     }
 
     fn replay(&self, trace: &Trace) -> Result<ReplaySummary, ReplayError> {

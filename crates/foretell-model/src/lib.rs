@@ -46,7 +46,7 @@ pub use monitor::{DynMonitor, Monitor, MonitorState, Observation, Temperature};
 pub use network::{Envelope, NetworkKind};
 pub use node_id::NodeId;
 pub use out::{Chooser, Out, QueueFull};
-pub use partial_hash::{message_kind, PartialHash, PartialHasher};
+pub use partial_hash::{message_kind, HashInput, PartialHash, PartialHasher};
 pub use property::{Property, PropertyKind};
 pub use protocol::Protocol;
 pub use scenario::Scenario;

@@ -19,7 +19,17 @@ use std::sync::Arc;
 use xxhash_rust::xxh3::Xxh3;
 
 /// A user-defined partial hash: feeds what matters of a world into the hasher.
-pub type PartialHasher<P> = Arc<dyn Fn(&World<P>, &mut Xxh3) + Send + Sync>;
+pub type PartialHasher<P> = Arc<dyn Fn(&World<P>, &mut HashInput) + Send + Sync>;
+
+/// What a custom partial hash feeds: values, hashed through their canonical encoding.
+pub struct HashInput(Xxh3);
+
+impl HashInput {
+    /// Adds `value` to the hash.
+    pub fn add<T: serde::Serialize + ?Sized>(&mut self, value: &T) {
+        self.0.update(&FingerprintHasher::hash(value).to_le_bytes());
+    }
+}
 
 /// How lasso detection hashes a world.
 pub enum PartialHash<P: Protocol> {
@@ -62,9 +72,9 @@ impl<P: Protocol> PartialHash<P> {
                 hasher.digest()
             }
             PartialHash::Custom(f) => {
-                let mut hasher = Xxh3::new();
-                f(world, &mut hasher);
-                hasher.digest()
+                let mut input = HashInput(Xxh3::new());
+                f(world, &mut input);
+                input.0.digest()
             }
         }
     }

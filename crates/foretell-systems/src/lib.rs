@@ -10,6 +10,7 @@ mod cluster_registry;
 pub mod mace_transport;
 pub mod paxos;
 pub mod paxos_tla;
+pub mod psharp;
 pub mod randtree;
 mod registry;
 pub mod two_phase_commit;

@@ -263,7 +263,7 @@ pub fn apply_scenario<P: Protocol>(
 
 /// Every registered system.
 pub fn systems() -> Vec<System> {
-    vec![
+    let mut systems = vec![
         crate::two_phase_commit::system(),
         crate::paxos_tla::system(),
         crate::paxos::system(),
@@ -271,7 +271,9 @@ pub fn systems() -> Vec<System> {
         crate::randtree::system(),
         crate::chord::system(),
         crate::mace_transport::system(),
-    ]
+    ];
+    systems.extend(crate::psharp::systems());
+    systems
 }
 
 /// The system named `name`.

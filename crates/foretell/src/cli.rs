@@ -1,7 +1,7 @@
 //! The command line's shape: verbs and typed flags, parsed by clap.
 
 use clap::{Parser, Subcommand};
-use foretell_check::{parse_bytes, EngineKind, FingerprintBits, Memory};
+use foretell_check::{parse_bytes, EngineKind, FingerprintBits, HashChoice, LassoMethod, Memory, Schedulers};
 use foretell_model::Weights;
 use std::path::PathBuf;
 
@@ -22,6 +22,10 @@ pub enum Command {
     /// Look for liveness violations as MaceMC does: walks from the periphery of a bounded
     /// search, the critical transition of a dead path, and the nearest live path.
     Liveness(LivenessArgs),
+    /// Look for liveness violations as lassos, as P# does: hot, fair cycles found by
+    /// partial-state caching confirmed by replay, by the temperature threshold, or exactly in
+    /// the state graph; reported with the stem briefly and the cycle in full.
+    Lasso(LassoArgs),
     #[cfg(feature = "cluster")]
     Cluster(crate::cluster_cmd::ClusterArgs),
     /// Re-execute a trace file and report the first step that departs from it.
@@ -39,8 +43,16 @@ pub enum Command {
         /// Measure the liveness engine: time to a confirmed dead path for each liveness bug of
         /// the Mace systems (one seed per run), and the steps biased and uniform walks take to
         /// reach a live world (MaceMC's Figure 4), as two Markdown tables.
-        #[arg(long, conflicts_with_all = ["large", "threads"])]
+        #[arg(long, conflicts_with_all = ["large", "threads", "lasso"])]
         liveness: bool,
+        /// Measure the lasso engine: the P# benchmarks' Table II (temperature, caching and
+        /// exact, with the paper's figures beside), Dining Philosophers with 2 to 5
+        /// philosophers, and the fixed versions, as Markdown tables.
+        #[arg(long, conflicts_with_all = ["large", "threads"])]
+        lasso: bool,
+        /// Executions per method for `--lasso`.
+        #[arg(long, default_value_t = 1000, requires = "lasso", value_parser = clap::value_parser!(u64).range(1..))]
+        executions: u64,
         /// Also run the larger configurations (two-phase commit with 8 RMs, and 9 with symmetry).
         #[arg(long)]
         large: bool,
@@ -145,6 +157,77 @@ pub struct LivenessArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LassoArgs {
+    #[command(flatten)]
+    pub target: SystemChoice,
+    /// caching (partial-state caching with replay), temperature (hot for TT steps in a row) or
+    /// exact (fair cycles of the whole state graph).
+    #[arg(long, default_value = "caching", value_parser = parse_method)]
+    pub method: LassoMethod,
+    /// random, pct[:D], probabilistic[:K], round-robin, dfs, or portfolio (all of them side by
+    /// side, on every core).
+    #[arg(long, default_value = "portfolio", value_name = "NAME", value_parser = parse_schedulers)]
+    pub scheduler: Schedulers,
+    /// Executions to run.
+    #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub executions: u64,
+    /// The longest execution, in steps (B).
+    #[arg(long, default_value_t = 500, value_name = "B", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_steps: u64,
+    /// Steps an unfair scheduler (pct, probabilistic, dfs) decides before a random one takes
+    /// over; also the depth bound of dfs.
+    #[arg(long, default_value_t = 100, value_name = "U")]
+    pub unfair_steps: usize,
+    /// The temperature threshold: consecutive hot steps that count as a violation.
+    #[arg(long, default_value_t = 250, value_name = "TT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tt: u64,
+    /// Times a candidate cycle is replayed before it is reported.
+    #[arg(long, default_value_t = 10, value_name = "RT", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub rt: u64,
+    /// What caching compares: the system's partial hash, or the full state.
+    #[arg(long, default_value = "partial", value_parser = parse_hash)]
+    pub hash: HashChoice,
+    /// Check every report for a false positive (replay a lasso's cycle 1000 more times;
+    /// continue a temperature report's execution to see whether it cools down).
+    #[arg(long)]
+    pub confirm: bool,
+    /// The seed every execution derives from.
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+    /// Worker threads (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: Option<u16>,
+    /// The most worlds the exact method keeps.
+    #[arg(long, default_value_t = 2_000_000, value_name = "W")]
+    pub max_worlds: usize,
+    /// Start from a named scenario of the system, or from a saved trace's prefix
+    /// (FILE.json[:STEPS]).
+    #[arg(long, value_name = "SCENARIO|FILE[:STEPS]")]
+    pub from: Option<String>,
+    /// Stop after SECS seconds (with a partial report).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Where to write the finding's trace (default: SYSTEM[-BUG].lasso.json).
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_method(text: &str) -> Result<LassoMethod, String> {
+    text.parse()
+}
+
+fn parse_schedulers(text: &str) -> Result<Schedulers, String> {
+    text.parse()
+}
+
+fn parse_hash(text: &str) -> Result<HashChoice, String> {
+    text.parse()
 }
 
 fn parse_weights(text: &str) -> Result<Weights, String> {

@@ -20,11 +20,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::List => list(),
         Command::Check(args) => check(args),
         Command::Liveness(args) => liveness(args),
+        Command::Lasso(args) => crate::lasso_cmd::run(args),
         Command::Replay { file } => replay(&file),
         #[cfg(feature = "cluster")]
         Command::Cluster(args) => crate::cluster_cmd::run(args),
         Command::Bench { runs, liveness: true, .. } => crate::bench_liveness::run(runs),
-        Command::Bench { runs, large, threads, liveness: false } => {
+        Command::Bench { lasso: true, executions, .. } => crate::bench_lasso::run(executions),
+        Command::Bench { runs, large, threads, .. } => {
             let threads: Vec<usize> = threads.into_iter().map(usize::from).collect();
             crate::bench::run(runs, large, &threads)
         }
@@ -199,7 +201,7 @@ fn liveness_json(report: &LivenessReport, system: &SystemRef, file: Option<&Path
 }
 
 /// `--timeout` as a duration: a positive number of seconds.
-fn seconds(timeout: Option<f64>) -> Result<Option<Duration>> {
+pub(crate) fn seconds(timeout: Option<f64>) -> Result<Option<Duration>> {
     match timeout {
         Some(secs) if !(secs.is_finite() && secs > 0.0) => {
             bail!("--timeout must be a positive number of seconds")
@@ -211,7 +213,7 @@ fn seconds(timeout: Option<f64>) -> Result<Option<Duration>> {
 
 /// Where `--from` starts: a trace file's prefix (a value naming a `.json` file, with an
 /// optional `:STEPS`), or a named scenario.
-fn start(system: &foretell_systems::System, from: &str) -> Result<Start> {
+pub(crate) fn start(system: &foretell_systems::System, from: &str) -> Result<Start> {
     let (file, steps) = match from.rsplit_once(':') {
         Some((file, steps)) if file.ends_with(".json") => {
             let steps: usize =

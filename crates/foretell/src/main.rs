@@ -5,11 +5,13 @@
 //! found (or a replay departs from its trace), 2 bad usage or bad input, with a one-line reason.
 
 mod bench;
+mod bench_lasso;
 mod bench_liveness;
 mod cli;
 #[cfg(feature = "cluster")]
 mod cluster_cmd;
 mod commands;
+mod lasso_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -49,6 +49,8 @@ pub(crate) enum ExactKind {
 /// A chooser that answers from an odometer and notes the choice sites.
 struct Noting<'a> {
     odometer: &'a mut ChoiceOdometer,
+    /// The process whose handler runs.
+    process: u32,
     sites: &'a mut Sites,
     labels: Vec<ChoiceLabel>,
 }
@@ -60,7 +62,8 @@ impl Chooser for Noting<'_> {
 
     fn choose_at(&mut self, n: usize, site: &'static Location<'static>) -> usize {
         let value = self.odometer.choose(n);
-        self.labels.push(ChoiceLabel { site: self.sites.id(site), value: value as u32, arity: n as u32 });
+        let site = self.sites.id(self.process, site);
+        self.labels.push(ChoiceLabel { site, value: value as u32, arity: n as u32 });
         value
     }
 }
@@ -88,9 +91,11 @@ impl<P: Protocol> Executor<'_, '_, P> {
         let mut actions = Vec::new();
         self.sim.actions(world, &mut actions);
         let mut odometer = ChoiceOdometer::new();
+        let env = environment(self.model.node_count());
         for action in actions {
+            let process = self.sim.process_of(world, action).map_or(env, |n| n.0);
             loop {
-                let mut chooser = Noting { odometer: &mut odometer, sites, labels: Vec::new() };
+                let mut chooser = Noting { odometer: &mut odometer, process, sites, labels: Vec::new() };
                 let result = self.step(world, monitors, action, &mut chooser);
                 let labels = chooser.labels;
                 let (result, choices) = match result {

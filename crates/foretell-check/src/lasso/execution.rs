@@ -88,14 +88,16 @@ struct TraceEvent {
     hash: u64,
 }
 
-/// Interns choice sites (source locations of `choose` calls) as small numbers.
+/// Interns choice sites as small numbers. A site is the source location of a `choose` call
+/// as one process runs it: each node's coin is owed fairness of its own (two timers running
+/// the same code are two sites).
 #[derive(Default)]
-pub(crate) struct Sites(FxHashMap<(&'static str, u32, u32), u32>);
+pub(crate) struct Sites(FxHashMap<(u32, &'static str, u32, u32), u32>);
 
 impl Sites {
-    pub(crate) fn id(&mut self, site: &'static Location<'static>) -> u32 {
+    pub(crate) fn id(&mut self, process: u32, site: &'static Location<'static>) -> u32 {
         let next = self.0.len() as u32;
-        *self.0.entry((site.file(), site.line(), site.column())).or_insert(next)
+        *self.0.entry((process, site.file(), site.line(), site.column())).or_insert(next)
     }
 }
 
@@ -103,6 +105,8 @@ impl Sites {
 /// with the sites noted.
 struct StepChooser<'a> {
     scheduler: &'a mut Scheduler,
+    /// The process whose handler runs.
+    process: u32,
     sites: &'a mut Sites,
     replay: Option<&'a [usize]>,
     /// The replay asked something the cycle did not record.
@@ -123,7 +127,7 @@ impl Chooser for StepChooser<'_> {
                 self.scheduler.next_choice(n)
             }
         };
-        let site = self.sites.id(site);
+        let site = self.sites.id(self.process, site);
         self.used.push((site, value as u32, n as u32));
         value
     }
@@ -388,7 +392,8 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             .sim
             .process_of(&self.current.world, action)
             .map_or(environment(self.exec.model.node_count()), |n| n.0);
-        let mut chooser = StepChooser { scheduler, sites, replay, diverged: false, used: Vec::new() };
+        let mut chooser =
+            StepChooser { scheduler, process, sites, replay, diverged: false, used: Vec::new() };
         let stepped = self.exec.step(&self.current.world, &self.current.monitors, action, &mut chooser);
         self.executed += 1;
         let Stepped { world, monitors, choices, event } = match stepped {
@@ -522,6 +527,7 @@ pub(crate) fn cycle_holds<P: Protocol>(
             let Some(action) = action else { return false };
             let mut chooser = StepChooser {
                 scheduler,
+                process: *process,
                 sites: &mut sites,
                 replay: Some(choices),
                 diverged: false,
@@ -561,9 +567,16 @@ pub(crate) fn cools_down<P: Protocol>(
         if actions.is_empty() {
             return false;
         }
-        let action = actions[scheduler.next_event(&processes)];
-        let mut chooser =
-            StepChooser { scheduler, sites: &mut sites, replay: None, diverged: false, used: Vec::new() };
+        let pick = scheduler.next_event(&processes);
+        let (action, process) = (actions[pick], processes[pick]);
+        let mut chooser = StepChooser {
+            scheduler,
+            process,
+            sites: &mut sites,
+            replay: None,
+            diverged: false,
+            used: Vec::new(),
+        };
         match exec.step(&current.0, &current.1, action, &mut chooser) {
             Ok(Stepped { world, monitors, .. }) => current = (world, monitors),
             Err(_) => return false,

@@ -297,7 +297,9 @@ impl fmt::Display for LassoReport {
                         let _ = writeln!(
                             text,
                             "  {:<16} {:>7} executions {:>6} buggy",
-                            row.kind, row.executions, row.buggy
+                            row.kind.to_string(),
+                            row.executions,
+                            row.buggy
                         );
                     }
                 }

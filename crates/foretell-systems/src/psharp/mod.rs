@@ -1,0 +1,129 @@
+//! The P# liveness benchmarks of "Lasso Detection using Partial-State Caching" (Mudduluru et
+//! al., FMCAD'17, Table II), ported from their P# sources as described in
+//! `specs/psharp-benchmarks.md`, plus the paper's Dining Philosophers (section III).
+//!
+//! Each benchmark is a [`foretell_model::Protocol`] whose nodes are the P# machines (timers
+//! included, so the scheduler and the fairness check see them as P# does), on one FIFO inbox
+//! per node, with its P# liveness monitor as a [`foretell_model::Monitor`] and its machine
+//! states as [`foretell_model::Protocol::phase`] (what P#'s default partial hash sees).
+//! foretell's handlers are atomic where P#'s have a scheduling point at every send; where a bug
+//! needs one inside a handler, the benchmark's module says how the handler was split. The
+//! buggy version is the `--bug` variant; the default is the fixed one.
+
+pub mod chord_lookup;
+pub mod dining_philosophers;
+pub mod failure_detector;
+pub mod leader_election;
+pub mod process_scheduler;
+pub mod proposers;
+pub mod replicating_storage;
+#[cfg(test)]
+mod script;
+pub mod sliding_window;
+
+use crate::{ConfigError, Param, Settings, System, Variant};
+use foretell_check::DynModel;
+use foretell_model::{Model, Protocol};
+
+/// The benchmarks' registry entries, in Table II's order.
+pub(crate) fn systems() -> Vec<System> {
+    vec![
+        System {
+            name: "proposers",
+            about: proposers::ABOUT,
+            params: &[],
+            variants: &[Variant { name: "duelling", help: proposers::BUG }],
+            scenarios: &[],
+            build: |s| boxed(s, proposers::model(&proposers::Config { bug: s.is("duelling") })),
+        },
+        System {
+            name: "chord-lookup",
+            about: chord_lookup::ABOUT,
+            params: &[],
+            variants: &[Variant { name: "key-17", help: chord_lookup::BUG }],
+            scenarios: &[],
+            build: |s| boxed(s, chord_lookup::model(&chord_lookup::Config { bug: s.is("key-17") })),
+        },
+        System {
+            name: "replicating-storage",
+            about: replicating_storage::ABOUT,
+            params: &[],
+            variants: &[Variant { name: "stale-report", help: replicating_storage::BUG }],
+            scenarios: &[],
+            build: |s| {
+                let bug = s.is("stale-report");
+                boxed(s, replicating_storage::model(&replicating_storage::Config { bug }))
+            },
+        },
+        System {
+            name: "failure-detector",
+            about: failure_detector::ABOUT,
+            params: &[],
+            variants: &[Variant { name: "late-register", help: failure_detector::BUG }],
+            scenarios: &[],
+            build: |s| {
+                let bug = s.is("late-register");
+                let config = failure_detector::Config { bug, tagged_pongs: !bug };
+                boxed(s, failure_detector::model(&config))
+            },
+        },
+        System {
+            name: "process-scheduler",
+            about: process_scheduler::ABOUT,
+            params: &[],
+            variants: &[Variant { name: "lost-wakeup", help: process_scheduler::BUG }],
+            scenarios: &[],
+            build: |s| {
+                let config = process_scheduler::Config { bug: s.is("lost-wakeup") };
+                boxed(s, process_scheduler::model(&config))
+            },
+        },
+        System {
+            name: "leader-election",
+            about: leader_election::ABOUT,
+            params: &[Param { name: "nodes", default: "5", help: "ring nodes (1 to 9)" }],
+            variants: &[],
+            scenarios: &[],
+            build: |s| {
+                let nodes = s.number("nodes", 1..=9)?;
+                boxed(s, leader_election::model(&leader_election::Config { nodes }))
+            },
+        },
+        System {
+            name: "sliding-window",
+            about: sliding_window::ABOUT,
+            params: &[Param {
+                name: "max-seq",
+                default: "5",
+                help: "the window: sequence numbers are mod max-seq + 1",
+            }],
+            variants: &[],
+            scenarios: &[],
+            build: |s| {
+                let max_seq = s.number("max-seq", 1..=127)? as u8;
+                boxed(s, sliding_window::model(&sliding_window::Config { max_seq }))
+            },
+        },
+        System {
+            name: "dining-philosophers",
+            about: dining_philosophers::ABOUT,
+            params: &[Param {
+                name: "philosophers",
+                default: "3",
+                help: "philosophers around the table (2 to 5)",
+            }],
+            variants: &[Variant { name: "livelock", help: dining_philosophers::BUG }],
+            scenarios: &[],
+            build: |s| {
+                let philosophers = s.number("philosophers", 2..=5)?;
+                let config = dining_philosophers::Config { philosophers, bug: s.is("livelock") };
+                boxed(s, dining_philosophers::model(&config))
+            },
+        },
+    ]
+}
+
+/// `model` as a registry entry builds it (the benchmarks have no named scenarios).
+fn boxed<P: Protocol>(settings: &Settings, model: Model<P>) -> Result<Box<dyn DynModel>, ConfigError> {
+    Ok(Box::new(crate::apply_scenario(model, settings, |_| None)?))
+}
