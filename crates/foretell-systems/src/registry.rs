@@ -3,7 +3,7 @@
 //! [`foretell_check::DynModel`].
 
 use foretell_check::DynModel;
-use foretell_model::{Model, Protocol, Scenario, Trace};
+use foretell_model::{Model, Protocol, Scenario, SystemRef, Trace};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -176,6 +176,15 @@ impl System {
             }
         }
         Ok(Settings { variant: variant.map(str::to_string), values, start: None })
+    }
+
+    /// How traces of this system with `settings` name it.
+    pub fn trace_ref(&self, settings: &Settings) -> SystemRef {
+        SystemRef {
+            name: self.name.to_string(),
+            variant: settings.variant.clone(),
+            params: settings.values.clone(),
+        }
     }
 
     /// The model for `settings`, starting where they say.

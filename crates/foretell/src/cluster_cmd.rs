@@ -103,11 +103,7 @@ pub fn run(args: ClusterArgs) -> Result<ExitCode> {
     let system = foretell_systems::find(&args.target.system)?;
     let settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
     let model = foretell_systems::cluster_model(&system, &settings)?;
-    let system_ref = SystemRef {
-        name: system.name.to_string(),
-        variant: settings.variant.clone(),
-        params: settings.values.clone(),
-    };
+    let system_ref = system.trace_ref(&settings);
     let hosts = match &args.hostfile {
         Some(path) => read_hostfile(path)?,
         None => Vec::new(),

@@ -90,11 +90,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     };
     let mut report = model.check(&options)?;
     bar.finish_and_clear();
-    let system_ref = SystemRef {
-        name: system.name.to_string(),
-        variant: settings.variant.clone(),
-        params: settings.values.clone(),
-    };
+    let system_ref = system.trace_ref(&settings);
     let mut trace_files = Vec::new();
     for (i, violation) in report.violations.iter_mut().enumerate() {
         violation.trace.system = Some(system_ref.clone());
@@ -150,31 +146,14 @@ fn liveness(args: LivenessArgs) -> Result<ExitCode> {
     };
     let mut report = model.liveness(&options)?;
     bar.finish_and_clear();
-    let system_ref = SystemRef {
-        name: system.name.to_string(),
-        variant: settings.variant.clone(),
-        params: settings.values.clone(),
-    };
+    let system_ref = system.trace_ref(&settings);
     let file = (args.trace_out.clone())
         .unwrap_or_else(|| PathBuf::from(format!("{}.liveness.json", args.target.file_stem())));
-    let written = match report.trace.as_mut() {
-        Some(trace) => {
-            trace.system = Some(system_ref.clone());
-            std::fs::write(&file, trace.to_json())
-                .with_context(|| format!("cannot write {}", file.display()))?;
-            Some(file)
-        }
-        None => None,
-    };
+    let written = write_trace(report.trace.as_mut(), &system_ref, file)?;
     if args.json {
         println!("{}", liveness_json(&report, &system_ref, written.as_deref()));
     } else {
-        let variant = system_ref.variant.as_deref().unwrap_or("correct version");
-        println!("{} ({variant})", system_ref.name);
-        println!("{report}");
-        if let Some(file) = &written {
-            println!("trace written to {} (foretell show {0}; foretell replay {0})", file.display());
-        }
+        print_text(&system_ref, &format!("{report}\n"), written.as_deref());
     }
     let found = !matches!(report.verdict, LivenessVerdict::NoSuspect | LivenessVerdict::Stopped(_));
     Ok(if found { ExitCode::from(1) } else { ExitCode::SUCCESS })
@@ -198,6 +177,24 @@ fn liveness_json(report: &LivenessReport, system: &SystemRef, file: Option<&Path
         "stats": report.stats,
         "trace_file": file.map(|f| f.display().to_string()),
     })
+}
+
+/// Writes `trace`, if there is one, to `file`, naming `system` in it; the file written.
+pub(crate) fn write_trace(trace: Option<&mut Trace>, system: &SystemRef, file: PathBuf) -> Result<Option<PathBuf>> {
+    let Some(trace) = trace else { return Ok(None) };
+    trace.system = Some(system.clone());
+    std::fs::write(&file, trace.to_json()).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(Some(file))
+}
+
+/// Prints a text report: the system and variant, the report, and where its trace went.
+pub(crate) fn print_text(system: &SystemRef, report: &str, written: Option<&Path>) {
+    let variant = system.variant.as_deref().unwrap_or("correct version");
+    println!("{} ({variant})", system.name);
+    print!("{report}");
+    if let Some(file) = written {
+        println!("trace written to {} (foretell show {0}; foretell replay {0})", file.display());
+    }
 }
 
 /// `--timeout` as a duration: a positive number of seconds.

@@ -2,7 +2,7 @@
 //! text or JSON, and the finding's trace to a file.
 
 use crate::cli::LassoArgs;
-use crate::commands::{progress_bar, seconds, start};
+use crate::commands::{print_text, progress_bar, seconds, start, write_trace};
 use anyhow::{Context, Result};
 use foretell_check::{FoundKind, Interrupt, LassoFindingReport, LassoOptions, LassoReport};
 use foretell_model::SystemRef;
@@ -43,32 +43,16 @@ pub fn run(args: LassoArgs) -> Result<ExitCode> {
     bar.enable_steady_tick(Duration::from_millis(200));
     let mut report = model.lasso(&options)?;
     bar.finish_and_clear();
-    let system_ref = SystemRef {
-        name: system.name.to_string(),
-        variant: settings.variant.clone(),
-        params: settings.values.clone(),
-    };
+    let system_ref = system.trace_ref(&settings);
     let file = (args.trace_out.clone())
         .unwrap_or_else(|| PathBuf::from(format!("{}.lasso.json", args.target.file_stem())));
     // The liveness finding's trace is written; a safety violation's when there is none.
-    let written = match report.finding.as_mut().or(report.violation.as_mut()) {
-        Some(finding) => {
-            finding.trace.system = Some(system_ref.clone());
-            std::fs::write(&file, finding.trace.to_json())
-                .with_context(|| format!("cannot write {}", file.display()))?;
-            Some(file)
-        }
-        None => None,
-    };
+    let finding = report.finding.as_mut().or(report.violation.as_mut());
+    let written = write_trace(finding.map(|f| &mut f.trace), &system_ref, file)?;
     if args.json {
         println!("{}", report_json(&report, &system_ref, written.as_deref()));
     } else {
-        let variant = system_ref.variant.as_deref().unwrap_or("correct version");
-        println!("{} ({variant})", system_ref.name);
-        print!("{report}");
-        if let Some(file) = &written {
-            println!("trace written to {} (foretell show {0}; foretell replay {0})", file.display());
-        }
+        print_text(&system_ref, &report.to_string(), written.as_deref());
     }
     Ok(if report.found_something() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

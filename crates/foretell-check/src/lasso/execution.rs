@@ -273,6 +273,21 @@ impl<P: Protocol> Executor<'_, '_, P> {
         }
     }
 
+    /// The action of `process` among `actions` (with their `processes`) whose event in `world`
+    /// has `shape`: the step a replay takes.
+    fn matching(
+        &self,
+        world: &World<P>,
+        actions: &[Action],
+        processes: &[u32],
+        process: u32,
+        shape: u64,
+    ) -> Option<Action> {
+        actions.iter().zip(processes).find_map(|(&action, &p)| {
+            (p == process && self.shape(world, action, None) == shape).then_some(action)
+        })
+    }
+
     /// Runs one execution (Algorithm 1) from `init` under `scheduler`.
     pub(crate) fn execute(
         &self,
@@ -474,10 +489,8 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         for j in 0..self.exec.options.replays * length {
             let (process, shape, choices, _, _) = &cycle[j % length];
             let enabled = self.enabled();
-            let action = self.actions.iter().zip(&self.processes).find_map(|(&action, &p)| {
-                (p == *process && self.exec.shape(&self.current.world, action, None) == *shape)
-                    .then_some(action)
-            });
+            let action =
+                self.exec.matching(&self.current.world, &self.actions, &self.processes, *process, *shape);
             let Some(action) = action else {
                 self.discarded += 1;
                 return None;
@@ -503,9 +516,65 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
     }
 }
 
+/// An execution continued past a finding, to confirm it.
+struct Continuation<'e, 's, 'm, P: Protocol> {
+    exec: &'e Executor<'s, 'm, P>,
+    world: World<P>,
+    monitors: Vec<MonitorState>,
+    actions: Vec<Action>,
+    processes: Vec<u32>,
+    sites: Sites,
+}
+
+impl<'e, 's, 'm, P: Protocol> Continuation<'e, 's, 'm, P> {
+    fn new(exec: &'e Executor<'s, 'm, P>, world: World<P>, monitors: Vec<MonitorState>) -> Self {
+        Continuation {
+            exec,
+            world,
+            monitors,
+            actions: Vec::new(),
+            processes: Vec::new(),
+            sites: Sites::default(),
+        }
+    }
+
+    /// Refreshes the enabled actions; whether there are any.
+    fn enabled(&mut self) -> bool {
+        self.exec.enabled(&self.world, &mut self.actions, &mut self.processes);
+        !self.actions.is_empty()
+    }
+
+    /// Takes `action` of `process` (with `replay`'s choices, if given); whether it ran without
+    /// a violation and, on replay, made the recorded choices.
+    fn take(
+        &mut self,
+        action: Action,
+        process: u32,
+        replay: Option<&[usize]>,
+        scheduler: &mut Scheduler,
+    ) -> bool {
+        let mut chooser = StepChooser {
+            scheduler,
+            process,
+            sites: &mut self.sites,
+            replay,
+            diverged: false,
+            used: Vec::new(),
+        };
+        match self.exec.step(&self.world, &self.monitors, action, &mut chooser) {
+            Ok(stepped) if !chooser.diverged => {
+                self.world = stepped.world;
+                self.monitors = stepped.monitors;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Replays `cycle` `iterations` more times from `world`, where a confirmed replay ended:
-/// whether every replayed step finds its event and the
-/// monitors stay hot. The reporting engine's check for a false positive.
+/// whether every replayed step finds its event and the monitors stay hot. The reporting
+/// engine's check for a false positive.
 pub(crate) fn cycle_holds<P: Protocol>(
     exec: &Executor<'_, '_, P>,
     world: World<P>,
@@ -514,33 +583,17 @@ pub(crate) fn cycle_holds<P: Protocol>(
     iterations: usize,
     scheduler: &mut Scheduler,
 ) -> bool {
-    let mut current = (world, monitors);
-    let mut actions = Vec::new();
-    let mut processes = Vec::new();
-    let mut sites = Sites::default();
+    let mut run = Continuation::new(exec, world, monitors);
     for _ in 0..iterations {
         for (shape, process, choices) in cycle {
-            exec.enabled(&current.0, &mut actions, &mut processes);
-            let action = actions.iter().zip(&processes).find_map(|(&action, &p)| {
-                (p == *process && exec.shape(&current.0, action, None) == *shape).then_some(action)
-            });
-            let Some(action) = action else { return false };
-            let mut chooser = StepChooser {
-                scheduler,
-                process: *process,
-                sites: &mut sites,
-                replay: Some(choices),
-                diverged: false,
-                used: Vec::new(),
-            };
-            let Ok(Stepped { world, monitors, .. }) = exec.step(&current.0, &current.1, action, &mut chooser)
+            run.enabled();
+            let Some(action) = exec.matching(&run.world, &run.actions, &run.processes, *process, *shape)
             else {
                 return false;
             };
-            if chooser.diverged || !exec.hot(&monitors) {
+            if !run.take(action, *process, Some(choices), scheduler) || !exec.hot(&run.monitors) {
                 return false;
             }
-            current = (world, monitors);
         }
     }
     true
@@ -555,32 +608,18 @@ pub(crate) fn cools_down<P: Protocol>(
     steps: usize,
     scheduler: &mut Scheduler,
 ) -> bool {
-    let mut current = (world, monitors);
-    let mut actions = Vec::new();
-    let mut processes = Vec::new();
-    let mut sites = Sites::default();
+    let mut run = Continuation::new(exec, world, monitors);
     for _ in 0..steps {
-        if !exec.hot(&current.1) {
+        if !exec.hot(&run.monitors) {
             return true;
         }
-        exec.enabled(&current.0, &mut actions, &mut processes);
-        if actions.is_empty() {
+        if !run.enabled() {
             return false;
         }
-        let pick = scheduler.next_event(&processes);
-        let (action, process) = (actions[pick], processes[pick]);
-        let mut chooser = StepChooser {
-            scheduler,
-            process,
-            sites: &mut sites,
-            replay: None,
-            diverged: false,
-            used: Vec::new(),
-        };
-        match exec.step(&current.0, &current.1, action, &mut chooser) {
-            Ok(Stepped { world, monitors, .. }) => current = (world, monitors),
-            Err(_) => return false,
+        let pick = scheduler.next_event(&run.processes);
+        if !run.take(run.actions[pick], run.processes[pick], None, scheduler) {
+            return false;
         }
     }
-    !exec.hot(&current.1)
+    !exec.hot(&run.monitors)
 }
