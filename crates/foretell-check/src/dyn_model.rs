@@ -41,6 +41,8 @@ pub struct ModelSummary {
     pub start: Option<String>,
     /// The declared properties.
     pub properties: Vec<PropertySummary>,
+    /// The declared specification monitors, by name.
+    pub monitors: Vec<String>,
 }
 
 /// The outcome of a successful replay.
@@ -119,6 +121,7 @@ impl<P: Protocol> DynModel for Model<P> {
                 .iter()
                 .map(|p| PropertySummary { name: p.name().to_string(), kind: p.kind().to_string() })
                 .collect(),
+            monitors: self.monitors().iter().map(|m| m.name().to_string()).collect(),
         }
     }
 

@@ -55,8 +55,12 @@ fn list() -> Result<ExitCode> {
             println!("    --from {:<17} {}", s.name, s.help);
         }
         let model = (system.build)(&system.settings(None, &[])?)?;
-        for p in model.summary().properties {
+        let summary = model.summary();
+        for p in summary.properties {
             println!("    {:<10} {}", p.kind, p.name);
+        }
+        for monitor in summary.monitors {
+            println!("    {:<10} {monitor}", "monitor");
         }
     }
     Ok(ExitCode::SUCCESS)
