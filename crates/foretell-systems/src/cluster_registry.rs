@@ -9,7 +9,8 @@
 //! constructions give the same model for every system and variant.
 
 use crate::{
-    chord, mace_transport, paxos, paxos_tla, randtree, two_phase_commit, ConfigError, Settings, System,
+    chord, mace_transport, paxos, paxos_tla, psharp, randtree, two_phase_commit, ConfigError, Settings,
+    System,
 };
 use foretell_cluster::ClusterModel;
 
@@ -24,6 +25,14 @@ const CLUSTER: &[(&str, Build)] = &[
     ("randtree", |s| Ok(Box::new(randtree::from_settings(s)?))),
     ("chord", |s| Ok(Box::new(chord::from_settings(s)?))),
     ("mace-transport", |s| Ok(Box::new(mace_transport::from_settings(s)?))),
+    ("proposers", |s| Ok(Box::new(psharp::proposers_model(s)?))),
+    ("chord-lookup", |s| Ok(Box::new(psharp::chord_lookup_model(s)?))),
+    ("replicating-storage", |s| Ok(Box::new(psharp::replicating_storage_model(s)?))),
+    ("failure-detector", |s| Ok(Box::new(psharp::failure_detector_model(s)?))),
+    ("process-scheduler", |s| Ok(Box::new(psharp::process_scheduler_model(s)?))),
+    ("leader-election", |s| Ok(Box::new(psharp::leader_election_model(s)?))),
+    ("sliding-window", |s| Ok(Box::new(psharp::sliding_window_model(s)?))),
+    ("dining-philosophers", |s| Ok(Box::new(psharp::dining_philosophers_model(s)?))),
 ];
 
 /// `system`'s model for `settings`, typed for cluster mode.

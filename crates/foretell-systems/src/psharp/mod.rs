@@ -34,7 +34,7 @@ pub(crate) fn systems() -> Vec<System> {
             params: &[],
             variants: &[Variant { name: "duelling", help: proposers::BUG }],
             scenarios: &[],
-            build: |s| boxed(s, proposers::model(&proposers::Config { bug: s.is("duelling") })),
+            build: |s| boxed(proposers_model(s)?),
         },
         System {
             name: "chord-lookup",
@@ -42,7 +42,7 @@ pub(crate) fn systems() -> Vec<System> {
             params: &[],
             variants: &[Variant { name: "key-17", help: chord_lookup::BUG }],
             scenarios: &[],
-            build: |s| boxed(s, chord_lookup::model(&chord_lookup::Config { bug: s.is("key-17") })),
+            build: |s| boxed(chord_lookup_model(s)?),
         },
         System {
             name: "replicating-storage",
@@ -50,10 +50,7 @@ pub(crate) fn systems() -> Vec<System> {
             params: &[],
             variants: &[Variant { name: "stale-report", help: replicating_storage::BUG }],
             scenarios: &[],
-            build: |s| {
-                let bug = s.is("stale-report");
-                boxed(s, replicating_storage::model(&replicating_storage::Config { bug }))
-            },
+            build: |s| boxed(replicating_storage_model(s)?),
         },
         System {
             name: "failure-detector",
@@ -61,13 +58,7 @@ pub(crate) fn systems() -> Vec<System> {
             params: &[],
             variants: &[Variant { name: "late-register", help: failure_detector::BUG }],
             scenarios: &[],
-            build: |s| {
-                // The benchmark as P# has it, with untagged pongs; the fix tags them too.
-                let bug = s.is("late-register");
-                let config =
-                    if bug { failure_detector::Config::default() } else { failure_detector::Config::fixed() };
-                boxed(s, failure_detector::model(&config))
-            },
+            build: |s| boxed(failure_detector_model(s)?),
         },
         System {
             name: "process-scheduler",
@@ -75,10 +66,7 @@ pub(crate) fn systems() -> Vec<System> {
             params: &[],
             variants: &[Variant { name: "lost-wakeup", help: process_scheduler::BUG }],
             scenarios: &[],
-            build: |s| {
-                let config = process_scheduler::Config { bug: s.is("lost-wakeup") };
-                boxed(s, process_scheduler::model(&config))
-            },
+            build: |s| boxed(process_scheduler_model(s)?),
         },
         System {
             name: "leader-election",
@@ -86,10 +74,7 @@ pub(crate) fn systems() -> Vec<System> {
             params: &[Param { name: "nodes", default: "5", help: "ring nodes (1 to 9)" }],
             variants: &[],
             scenarios: &[],
-            build: |s| {
-                let nodes = s.number("nodes", 1..=9)?;
-                boxed(s, leader_election::model(&leader_election::Config { nodes }))
-            },
+            build: |s| boxed(leader_election_model(s)?),
         },
         System {
             name: "sliding-window",
@@ -101,10 +86,7 @@ pub(crate) fn systems() -> Vec<System> {
             }],
             variants: &[],
             scenarios: &[],
-            build: |s| {
-                let max_seq = s.number("max-seq", 1..=127)? as u8;
-                boxed(s, sliding_window::model(&sliding_window::Config { max_seq }))
-            },
+            build: |s| boxed(sliding_window_model(s)?),
         },
         System {
             name: "dining-philosophers",
@@ -116,16 +98,74 @@ pub(crate) fn systems() -> Vec<System> {
             }],
             variants: &[Variant { name: "livelock", help: dining_philosophers::BUG }],
             scenarios: &[],
-            build: |s| {
-                let philosophers = s.number("philosophers", 2..=5)?;
-                let config = dining_philosophers::Config { philosophers, bug: s.is("livelock") };
-                boxed(s, dining_philosophers::model(&config))
-            },
+            build: |s| boxed(dining_philosophers_model(s)?),
         },
     ]
 }
 
-/// `model` as a registry entry builds it (the benchmarks have no named scenarios).
-fn boxed<P: Protocol>(settings: &Settings, model: Model<P>) -> Result<Box<dyn DynModel>, ConfigError> {
-    Ok(Box::new(crate::apply_scenario(model, settings, |_| None)?))
+fn boxed<P: Protocol>(model: Model<P>) -> Result<Box<dyn DynModel>, ConfigError> {
+    Ok(Box::new(model))
+}
+
+/// `model` starting where `settings` say (the benchmarks have no named scenarios).
+fn started<P: Protocol>(model: Model<P>, settings: &Settings) -> Result<Model<P>, ConfigError> {
+    crate::apply_scenario(model, settings, |_| None)
+}
+
+/// The typed models the settings describe (what the registry erases, and what cluster mode
+/// needs).
+pub(crate) fn proposers_model(s: &Settings) -> Result<Model<proposers::Proposers>, ConfigError> {
+    started(proposers::model(&proposers::Config { bug: s.is("duelling") }), s)
+}
+
+pub(crate) fn chord_lookup_model(s: &Settings) -> Result<Model<chord_lookup::ChordLookup>, ConfigError> {
+    started(chord_lookup::model(&chord_lookup::Config { bug: s.is("key-17") }), s)
+}
+
+pub(crate) fn replicating_storage_model(
+    s: &Settings,
+) -> Result<Model<replicating_storage::ReplicatingStorage>, ConfigError> {
+    started(replicating_storage::model(&replicating_storage::Config { bug: s.is("stale-report") }), s)
+}
+
+pub(crate) fn failure_detector_model(
+    s: &Settings,
+) -> Result<Model<failure_detector::FailureDetector>, ConfigError> {
+    // The benchmark as P# has it, with untagged pongs; the fix tags them too.
+    let config = if s.is("late-register") {
+        failure_detector::Config::default()
+    } else {
+        failure_detector::Config::fixed()
+    };
+    started(failure_detector::model(&config), s)
+}
+
+pub(crate) fn process_scheduler_model(
+    s: &Settings,
+) -> Result<Model<process_scheduler::ProcessScheduler>, ConfigError> {
+    started(process_scheduler::model(&process_scheduler::Config { bug: s.is("lost-wakeup") }), s)
+}
+
+pub(crate) fn leader_election_model(
+    s: &Settings,
+) -> Result<Model<leader_election::LeaderElection>, ConfigError> {
+    let nodes = s.number("nodes", 1..=9)?;
+    started(leader_election::model(&leader_election::Config { nodes }), s)
+}
+
+pub(crate) fn sliding_window_model(
+    s: &Settings,
+) -> Result<Model<sliding_window::SlidingWindow>, ConfigError> {
+    let max_seq = s.number("max-seq", 1..=127)? as u8;
+    started(sliding_window::model(&sliding_window::Config { max_seq }), s)
+}
+
+pub(crate) fn dining_philosophers_model(
+    s: &Settings,
+) -> Result<Model<dining_philosophers::DiningPhilosophers>, ConfigError> {
+    let philosophers = s.number("philosophers", 2..=5)?;
+    started(
+        dining_philosophers::model(&dining_philosophers::Config { philosophers, bug: s.is("livelock") }),
+        s,
+    )
 }
