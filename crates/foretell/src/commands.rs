@@ -184,7 +184,11 @@ fn liveness_json(report: &LivenessReport, system: &SystemRef, file: Option<&Path
 }
 
 /// Writes `trace`, if there is one, to `file`, naming `system` in it; the file written.
-pub(crate) fn write_trace(trace: Option<&mut Trace>, system: &SystemRef, file: PathBuf) -> Result<Option<PathBuf>> {
+pub(crate) fn write_trace(
+    trace: Option<&mut Trace>,
+    system: &SystemRef,
+    file: PathBuf,
+) -> Result<Option<PathBuf>> {
     let Some(trace) = trace else { return Ok(None) };
     trace.system = Some(system.clone());
     std::fs::write(&file, trace.to_json()).with_context(|| format!("cannot write {}", file.display()))?;

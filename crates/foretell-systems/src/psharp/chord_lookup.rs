@@ -658,11 +658,10 @@ impl Monitor<ChordLookup> for LookupAnswered {
 
 #[cfg(test)]
 mod tests {
-    use super::super::script::Script;
+    use super::super::script::{monitored_space, Rng, Script};
     use super::*;
     use foretell_check::{Check, Completion};
-    use foretell_model::{ChoiceOdometer, Chooser, Envelope, EventOf, Simulator};
-    use std::collections::HashSet;
+    use foretell_model::{Envelope, EventOf, MonitorState};
 
     /// A delivery of the lookup of key 17 to `node`.
     fn lookup_17_at(node: NodeId) -> impl Fn(&EventOf<ChordLookup>) -> bool {
@@ -703,19 +702,15 @@ mod tests {
         let lookup = Msg::FindSuccessor { sender: CLIENT, key: OUT_OF_RANGE_KEY };
         assert_eq!(only_message(&script), (ring_node(0), ring_node(2), lookup.clone()), "id 0 asks id 3");
 
-        let (hash, world) = (script.partial_hash(), script.world.fingerprint());
-        script.mark();
-        script.step(lookup_17_at(ring_node(2)));
-        assert_eq!(only_message(&script), (ring_node(2), ring_node(0), lookup), "id 3 asks id 0");
-        assert_eq!(script.temperature(), Temperature::Hot);
-        script.step(lookup_17_at(ring_node(0)));
-        assert_eq!(script.temperature(), Temperature::Hot);
-
-        assert!(script.partial_hash() == hash, "the partial hash repeats");
-        assert_eq!(script.world.fingerprint(), world, "the exact world repeats");
+        script.assert_fair_cycle(|script| {
+            script.step(lookup_17_at(ring_node(2)));
+            assert_eq!(only_message(script), (ring_node(2), ring_node(0), lookup), "id 3 asks id 0");
+            assert_eq!(script.temperature(), Temperature::Hot);
+            script.step(lookup_17_at(ring_node(0)));
+            assert_eq!(script.temperature(), Temperature::Hot);
+        });
         // The client waits and the manager is idle: only the two ring nodes are enabled.
         assert_eq!(script.enabled, BTreeSet::from([ring_node(0).0, ring_node(2).0]));
-        assert!(script.fair());
     }
 
     #[test]
@@ -740,24 +735,6 @@ mod tests {
         assert_eq!(script.temperature(), Temperature::Cold);
     }
 
-    /// A tiny xorshift generator: the random scheduler and the answer to every choice.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
-    impl Chooser for XorShift {
-        fn choose(&mut self, n: usize) -> usize {
-            self.below(n)
-        }
-    }
-
     /// How random executions ended: whether an action was still enabled, and whether the
     /// monitor was hot.
     #[derive(Debug, Default)]
@@ -772,44 +749,20 @@ mod tests {
     /// execution still running at the end is the ping-pong of key 17.
     fn smoke(config: &Config) -> Endings {
         let model = model(config);
-        let simulator = Simulator::new(&model).expect("a valid model");
-        let mut first = None;
-        simulator.initial_worlds(|_, world, violation| {
-            assert!(violation.is_none(), "{violation:?}");
-            first.get_or_insert(world);
-        });
-        let initial = first.expect("an initial world");
-        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
-        let (mut actions, mut endings) = (Vec::new(), Endings::default());
+        let mut script = Script::new(&model);
+        let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
+        let mut endings = Endings::default();
         for _ in 0..300 {
-            let mut world = initial.clone();
-            let mut monitor = LookupAnswered.init(&world);
-            for _ in 0..500 {
-                simulator.actions(&world, &mut actions);
-                if actions.is_empty() {
-                    break;
-                }
-                let action = actions[rng.below(actions.len())];
-                let outcome = simulator.observed_step(&world, action, &mut rng);
-                assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
-                let record = outcome.record.expect("an observed step records its event");
-                let step = Observation {
-                    before: &world,
-                    event: &record.event,
-                    sent: &record.sent,
-                    after: &outcome.world,
-                };
-                LookupAnswered.observe(&mut monitor, &step);
-                world = outcome.world;
-            }
-            simulator.actions(&world, &mut actions);
-            let hot = LookupAnswered.temperature(&monitor) == Temperature::Hot;
-            if !actions.is_empty() {
+            script.reset().random_steps(&mut rng, 500);
+            let quiescent = script.events().is_empty();
+            let hot = script.temperature() == Temperature::Hot;
+            let world = &script.world;
+            if !quiescent {
                 let ping_pong =
                     |e: &&Envelope<Msg>| matches!(e.msg, Msg::FindSuccessor { key: OUT_OF_RANGE_KEY, .. });
                 assert!(world.messages().len() == 1 && world.messages().all(|e| ping_pong(&e)), "{world:?}");
             }
-            *match (actions.is_empty(), hot) {
+            *match (quiescent, hot) {
                 (true, false) => &mut endings.quiescent_cold,
                 (true, true) => &mut endings.quiescent_hot,
                 (false, false) => &mut endings.running_cold,
@@ -851,55 +804,18 @@ mod tests {
         }
     }
 
-    /// The monitor states of the terminal worlds (no enabled action) of every execution,
-    /// found by an exhaustive search over pairs of a world and a monitor state.
-    fn terminal_monitor_states(model: &Model<ChordLookup>) -> Vec<LookupState> {
-        let simulator = Simulator::new(model).expect("a valid model");
-        let mut stack = Vec::new();
-        simulator.initial_worlds(|_, world, _| {
-            let monitor = LookupAnswered.init(&world);
-            stack.push((world, monitor));
-        });
-        let (mut seen, mut terminal, mut actions) = (HashSet::new(), Vec::new(), Vec::new());
-        while let Some((world, monitor)) = stack.pop() {
-            if !seen.insert((world.fingerprint(), monitor)) {
-                continue;
-            }
-            simulator.actions(&world, &mut actions);
-            if actions.is_empty() {
-                terminal.push(monitor);
-            }
-            for action in &actions {
-                let mut odometer = ChoiceOdometer::new();
-                loop {
-                    let outcome = simulator.observed_step(&world, *action, &mut odometer);
-                    let record = outcome.record.expect("an observed step records its event");
-                    let step = Observation {
-                        before: &world,
-                        event: &record.event,
-                        sent: &record.sent,
-                        after: &outcome.world,
-                    };
-                    let mut next = monitor;
-                    LookupAnswered.observe(&mut next, &step);
-                    stack.push((outcome.world, next));
-                    if !odometer.advance() {
-                        break;
-                    }
-                }
-            }
-        }
-        terminal
-    }
-
     #[test]
     fn no_execution_comes_to_rest_hot() {
         // Every execution that comes to rest does so with the client answered: in the fixed
         // variant that is every execution, in the buggy one every execution but the ping-pong.
+        let responded = format!("{:?}", LookupState::Responded);
         for bug in [false, true] {
-            let terminal = terminal_monitor_states(&model(&Config { bug }));
+            let model = model(&Config { bug });
+            let (_, terminal) = monitored_space(&model);
             assert!(!terminal.is_empty());
-            assert!(terminal.iter().all(|m| *m == LookupState::Responded), "bug {bug}");
+            let answered =
+                |monitors: &[MonitorState]| model.monitors()[0].describe(&monitors[0]) == responded;
+            assert!(terminal.iter().all(|(_, monitors)| answered(monitors)), "bug {bug}");
         }
     }
 }

@@ -263,10 +263,10 @@ impl Monitor<DiningPhilosophers> for Progress {
 
 #[cfg(test)]
 mod tests {
-    use super::super::script::Script;
+    use super::super::script::{Rng, Script};
     use super::*;
     use foretell_check::{Check, Completion};
-    use foretell_model::{Action, Chooser, Event, Simulator};
+    use foretell_model::{Event, Simulator};
     use std::collections::HashMap;
 
     /// Delivers, for every philosopher `i` in turn, the message at the head of the inbox of the
@@ -274,8 +274,7 @@ mod tests {
     fn each(script: &mut Script<'_, DiningPhilosophers>, n: usize, to: impl Fn(usize) -> NodeId) {
         for i in 0..n {
             let node = to(i);
-            script.step(|event| matches!(event, Event::Deliver { to, .. } if *to == node));
-            assert_eq!(script.temperature(), Temperature::Hot);
+            script.step_hot(&[], |event| matches!(event, Event::Deliver { to, .. } if *to == node));
         }
     }
 
@@ -395,24 +394,6 @@ mod tests {
         }
     }
 
-    /// A tiny xorshift generator: picks steps and answers choices.
-    struct Xorshift(u64);
-
-    impl Xorshift {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
-    impl Chooser for Xorshift {
-        fn choose(&mut self, n: usize) -> usize {
-            self.below(n)
-        }
-    }
-
     /// Random executions of up to 500 steps, for 2 to 5 philosophers in both variants, never
     /// fail an assertion, and every one that ends has a philosopher done.
     #[test]
@@ -420,26 +401,11 @@ mod tests {
         for n in PHILOSOPHERS_MIN..=PHILOSOPHERS_MAX {
             for bug in [true, false] {
                 let model = model(&Config { philosophers: n, bug });
-                let simulator = Simulator::new(&model).expect("a valid model");
-                let mut initial = None;
-                simulator.initial_worlds(|_, world, _| {
-                    initial.get_or_insert(world);
-                });
-                let initial = initial.expect("an initial world");
-                let mut actions: Vec<Action> = Vec::new();
+                let mut script = Script::new(&model);
                 for seed in 1..=300u64 {
-                    let mut rng = Xorshift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                    let mut world = initial.clone();
-                    for _ in 0..500 {
-                        simulator.actions(&world, &mut actions);
-                        if actions.is_empty() {
-                            assert!(someone_done(&world), "seed {seed}: ended with nobody done");
-                            break;
-                        }
-                        let action = actions[rng.below(actions.len())];
-                        let outcome = simulator.observed_step(&world, action, &mut rng);
-                        assert_eq!(outcome.violation, None, "seed {seed}");
-                        world = outcome.world;
+                    let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                    if script.reset().random_steps(&mut rng, 500) {
+                        assert!(someone_done(&script.world), "seed {seed}: ended with nobody done");
                     }
                 }
             }

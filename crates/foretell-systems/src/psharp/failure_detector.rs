@@ -605,20 +605,15 @@ pub fn model(config: &Config) -> Model<FailureDetector> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::script::Script;
+    use super::super::script::{deliver_from as deliver, Rng, Script};
     use super::*;
     use foretell_check::Check;
-    use foretell_model::{Chooser, EventOf, Simulator};
+    use foretell_model::{EventOf, Simulator};
 
     type Ev = EventOf<FailureDetector>;
 
     const N1: NodeId = NODES[0];
     const N2: NodeId = NODES[1];
-
-    /// The delivery of the head of `to`'s inbox, which `from` sent.
-    fn deliver(from: NodeId, to: NodeId) -> impl Fn(&Ev) -> bool {
-        move |event| matches!(event, Event::Deliver { from: f, to: t, .. } if (*f, *t) == (from, to))
-    }
 
     /// `node`'s foretell timer `timer` fires.
     fn fire(node: NodeId, timer: Timer) -> impl Fn(&Ev) -> bool {
@@ -630,11 +625,6 @@ mod tests {
             State::Detector(fd) => fd,
             other => panic!("the FD is not created: {other:?}"),
         }
-    }
-
-    /// The liveness monitor's state in `script`, as its `Debug` form.
-    fn liveness(model: &Model<FailureDetector>, script: &Script<'_, FailureDetector>) -> String {
-        model.monitors()[0].describe(&script.monitors[0])
     }
 
     fn waiting_for(nodes: &[NodeId]) -> String {
@@ -688,19 +678,16 @@ mod tests {
         script.step(deliver(DETECTOR, N2));
         timeout(&mut script); // n2 is declared failed
         script.step(deliver(DETECTOR, DRIVER)); // and reported.
-        assert_eq!(liveness(&model, &script), waiting_for(&[N1]));
+        assert_eq!(script.describe(0), waiting_for(&[N1]));
         assert_eq!(script.temperature(), Temperature::Hot);
 
-        let (hash, world) = (script.partial_hash(), script.world.fingerprint());
-        script.mark();
-        timeout(&mut script); // Reset -> SendPing, which pings nobody,
-        assert_eq!(script.temperature(), Temperature::Hot);
-        timeout(&mut script); // -> Timeout: nobody to declare -> Reset.
-        assert_eq!(script.temperature(), Temperature::Hot);
-        assert!(script.partial_hash() == hash, "the partial hash repeats");
-        assert_eq!(script.world.fingerprint(), world, "the exact world repeats");
+        script.assert_fair_cycle(|script| {
+            timeout(script); // Reset -> SendPing, which pings nobody,
+            assert_eq!(script.temperature(), Temperature::Hot);
+            timeout(script); // -> Timeout: nobody to declare -> Reset.
+            assert_eq!(script.temperature(), Temperature::Hot);
+        });
         assert_eq!(script.enabled, BTreeSet::from([DETECTOR.0, TIMER.0]));
-        assert!(script.fair(), "enabled {:?}, scheduled {:?}", script.enabled, script.scheduled);
     }
 
     /// The fix on the same interleaving: the Driver is a client from the start, so n1's
@@ -712,10 +699,10 @@ mod tests {
         let mut script = Script::new(&model);
         first_round_without_n1(&mut script);
         script.step(deliver(DETECTOR, DRIVER)); // NodeFailed(n1) waits: the Driver is mid-init.
-        assert_eq!(liveness(&model, &script), waiting_for(&NODES));
+        assert_eq!(script.describe(0), waiting_for(&NODES));
         script.step(fire(DRIVER, Timer::Continue)); // The Driver halts the nodes
         script.step(fire(DRIVER, Timer::Dequeue)); // and handles the deferred NodeFailed.
-        assert_eq!(liveness(&model, &script), waiting_for(&[N2]));
+        assert_eq!(script.describe(0), waiting_for(&[N2]));
         script
             .step(deliver(DETECTOR, N1))
             .step(deliver(DETECTOR, N1))
@@ -729,74 +716,24 @@ mod tests {
         script.step(deliver(DETECTOR, N2));
         timeout(&mut script);
         script.step(deliver(DETECTOR, DRIVER));
-        assert_eq!(liveness(&model, &script), format!("{:?}", LivenessState::Done));
+        assert_eq!(script.describe(0), format!("{:?}", LivenessState::Done));
         assert_eq!(script.temperature(), Temperature::Neutral);
     }
 
-    /// A tiny xorshift generator for the random executions.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
-    impl Chooser for XorShift {
-        fn choose(&mut self, n: usize) -> usize {
-            self.below(n)
-        }
-    }
-
-    /// What random executions did: the properties they violated (one entry per violating
-    /// execution, which stops there), and how many ended with the liveness monitor hot.
-    struct Runs {
-        violations: Vec<String>,
-        hot_at_end: usize,
-    }
-
-    /// Runs 300 random executions of 500 steps.
-    fn random_runs(config: &Config) -> Runs {
+    /// Runs 300 random executions of 500 steps (a timer is always enabled), none of which may
+    /// violate a property; returns how many ended with the liveness monitor hot.
+    fn hot_at_end(config: &Config) -> usize {
         let model = model(config);
-        let monitor = &model.monitors()[0];
-        let simulator = Simulator::new(&model).unwrap();
-        let mut initial = None;
-        simulator.initial_worlds(|_, world, violation| {
-            assert!(violation.is_none());
-            initial = Some(world);
-        });
-        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
-        let mut runs = Runs { violations: Vec::new(), hot_at_end: 0 };
-        let mut actions = Vec::new();
-        'runs: for _ in 0..300 {
-            let mut world = initial.clone().unwrap();
-            let mut state = monitor.init(&world);
-            for _ in 0..500 {
-                simulator.actions(&world, &mut actions);
-                let action = actions[rng.below(actions.len())];
-                let outcome = simulator.observed_step(&world, action, &mut rng);
-                let record = outcome.record.expect("an observed step records its event");
-                let step = Observation {
-                    before: &world,
-                    event: &record.event,
-                    sent: &record.sent,
-                    after: &outcome.world,
-                };
-                monitor.observe(&mut state, &step);
-                world = outcome.world;
-                if let Some(violation) = outcome.violation.or_else(|| simulator.violated_invariant(&world)) {
-                    runs.violations.push(format!("{}: {}", violation.kind, violation.property));
-                    continue 'runs;
-                }
-            }
-            if monitor.temperature(&state) == Temperature::Hot {
-                runs.hot_at_end += 1;
+        let mut script = Script::new(&model);
+        let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
+        let mut hot = 0;
+        for _ in 0..300 {
+            assert!(!script.reset().random_steps(&mut rng, 500), "a timer is always enabled");
+            if script.temperature() == Temperature::Hot {
+                hot += 1;
             }
         }
-        runs
+        hot
     }
 
     /// Random executions: no handler panics or hits an unhandled event, and no safety
@@ -808,10 +745,8 @@ mod tests {
     fn random_executions_violate_nothing_and_only_the_bug_stays_hot() {
         let configs =
             [(Config::default(), 2), (Config { bug: true, tagged_pongs: true }, 2), (Config::fixed(), 0)];
-        for (config, hot_at_end) in configs {
-            let runs = random_runs(&config);
-            assert_eq!(runs.violations, Vec::<String>::new(), "{config:?}");
-            assert_eq!(runs.hot_at_end, hot_at_end, "{config:?}");
+        for (config, hot) in configs {
+            assert_eq!(hot_at_end(&config), hot, "{config:?}");
         }
     }
 

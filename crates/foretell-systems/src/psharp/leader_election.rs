@@ -354,10 +354,9 @@ impl Monitor<LeaderElection> for Elected {
 
 #[cfg(test)]
 mod tests {
+    use super::super::script::{hottest, monitored_space, Rng, Script};
     use super::*;
     use foretell_check::{Check, Completion};
-    use foretell_model::{Chooser, FixedChoices, Simulator};
-    use std::collections::HashSet;
 
     #[test]
     fn bfs_finds_no_violation() {
@@ -369,42 +368,6 @@ mod tests {
             assert!(report.violations.is_empty(), "{report}");
             assert_eq!(report.stats.unique_states, states, "{nodes} nodes");
         }
-    }
-
-    /// Every pair of a world and a monitor state that some execution of `model` reaches, with
-    /// the terminal ones (no enabled action) apart.
-    fn reachable(model: &Model<LeaderElection>) -> (usize, Vec<(World<LeaderElection>, ElectedState)>) {
-        let simulator = Simulator::new(model).expect("a valid model");
-        let mut stack = Vec::new();
-        simulator.initial_worlds(|_, world, _| {
-            let monitor = Elected.init(&world);
-            stack.push((world, monitor));
-        });
-        let (mut seen, mut terminal, mut actions) = (HashSet::new(), Vec::new(), Vec::new());
-        while let Some((world, monitor)) = stack.pop() {
-            if !seen.insert((world.fingerprint(), monitor)) {
-                continue;
-            }
-            simulator.actions(&world, &mut actions);
-            for action in &actions {
-                // No handler makes a choice.
-                let outcome = simulator.observed_step(&world, *action, &mut FixedChoices::new(&[]));
-                let record = outcome.record.expect("an observed step records its event");
-                let step = Observation {
-                    before: &world,
-                    event: &record.event,
-                    sent: &record.sent,
-                    after: &outcome.world,
-                };
-                let mut next = monitor;
-                Elected.observe(&mut next, &step);
-                stack.push((outcome.world, next));
-            }
-            if actions.is_empty() {
-                terminal.push((world, monitor));
-            }
-        }
-        (seen.len(), terminal)
     }
 
     /// Asserts that `world` is the end of an election won by the highest number.
@@ -426,31 +389,14 @@ mod tests {
         // cold. The end is the same world whatever the schedule.
         for (nodes, pairs) in [(1, 8), (3, 211), (5, 8_838)] {
             let config = Config { nodes };
-            let (seen, terminal) = reachable(&model(&config));
+            let model = model(&config);
+            let (seen, terminal) = monitored_space(&model);
             assert_eq!(seen, pairs, "{nodes} nodes");
             assert_eq!(terminal.len(), 1, "{nodes} nodes");
-            for (world, monitor) in &terminal {
+            for (world, monitors) in &terminal {
                 assert_elected(&config, world);
-                assert_eq!(Elected.temperature(monitor), Temperature::Cold);
+                assert_eq!(hottest(&model, monitors), Temperature::Cold);
             }
-        }
-    }
-
-    /// A tiny xorshift generator: the random scheduler.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
-    impl Chooser for XorShift {
-        fn choose(&mut self, n: usize) -> usize {
-            self.below(n)
         }
     }
 
@@ -460,39 +406,13 @@ mod tests {
         // with the monitor cold.
         let config = Config::default();
         let model = model(&config);
-        let simulator = Simulator::new(&model).expect("a valid model");
-        let mut first = None;
-        simulator.initial_worlds(|_, world, violation| {
-            assert!(violation.is_none(), "{violation:?}");
-            first.get_or_insert(world);
-        });
-        let initial = first.expect("an initial world");
-        let (mut rng, mut actions) = (XorShift(0x2545_f491_4f6c_dd1d), Vec::new());
+        let mut script = Script::new(&model);
+        let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
         for _ in 0..300 {
-            let mut world = initial.clone();
-            let mut monitor = Elected.init(&world);
-            for _ in 0..500 {
-                simulator.actions(&world, &mut actions);
-                if actions.is_empty() {
-                    break;
-                }
-                let action = actions[rng.below(actions.len())];
-                let outcome = simulator.observed_step(&world, action, &mut rng);
-                assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
-                let record = outcome.record.expect("an observed step records its event");
-                let step = Observation {
-                    before: &world,
-                    event: &record.event,
-                    sent: &record.sent,
-                    after: &outcome.world,
-                };
-                Elected.observe(&mut monitor, &step);
-                world = outcome.world;
-            }
-            simulator.actions(&world, &mut actions);
-            assert!(actions.is_empty(), "the election ends within 500 steps");
-            assert_elected(&config, &world);
-            assert_eq!(Elected.temperature(&monitor), Temperature::Cold);
+            script.reset().random_steps(&mut rng, 500);
+            assert!(script.events().is_empty(), "the election ends within 500 steps");
+            assert_elected(&config, &script.world);
+            assert_eq!(script.temperature(), Temperature::Cold);
         }
     }
 }

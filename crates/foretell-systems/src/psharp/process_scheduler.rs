@@ -448,18 +448,11 @@ pub fn model_variant(variant: Variant) -> Model<ProcessScheduler> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::script::Script;
+    use super::super::script::{deliver_from as deliver, Rng, Script};
     use super::*;
     use foretell_check::{Check, Completion};
-    use foretell_model::{Chooser, Event, EventOf, Fingerprint, Simulator};
+    use foretell_model::{Fingerprint, Simulator};
     use std::collections::{BTreeSet, HashMap};
-
-    type Ev = EventOf<ProcessScheduler>;
-
-    /// The delivery of the head of `to`'s inbox, which `from` sent.
-    fn deliver(from: NodeId, to: NodeId) -> impl Fn(&Ev) -> bool {
-        move |event| matches!(event, Event::Deliver { from: f, to: t, .. } if (*f, *t) == (from, to))
-    }
 
     /// Steps 1 to 5 of the spec's lost wakeup, up to the server clearing `RWant`; the bug and
     /// the fix take the same steps so far.
@@ -503,13 +496,17 @@ mod tests {
     /// One iteration of the server's loop when RWant is false: RLock := false, wait for
     /// lk == false (free), read RWant (false), send itself Wakeup.
     fn server_loop(script: &mut Script<'_, ProcessScheduler>) {
-        for (from, to) in [(SERVER, SERVER), (SERVER, RLOCK), (RLOCK, SERVER), (SERVER, LK)] {
-            script.step(deliver(from, to));
-            assert_eq!(script.temperature(), Temperature::Hot);
-        }
-        for (from, to) in [(LK, SERVER), (SERVER, RWANT), (RWANT, SERVER)] {
-            script.step(deliver(from, to));
-            assert_eq!(script.temperature(), Temperature::Hot);
+        let steps = [
+            (SERVER, SERVER),
+            (SERVER, RLOCK),
+            (RLOCK, SERVER),
+            (SERVER, LK),
+            (LK, SERVER),
+            (SERVER, RWANT),
+            (RWANT, SERVER),
+        ];
+        for (from, to) in steps {
+            script.step_hot(&[], deliver(from, to));
         }
     }
 
@@ -532,13 +529,8 @@ mod tests {
         script.step(deliver(CLIENT, STATE)); // State records the client as blocked.
         server_loop(&mut script); // 7. The server loops; RLock goes from true to false.
 
-        let (hash, world) = (script.partial_hash(), script.world.fingerprint());
-        script.mark();
-        server_loop(&mut script);
-        assert!(script.partial_hash() == hash, "the partial hash repeats");
-        assert_eq!(script.world.fingerprint(), world, "the exact world repeats");
+        script.assert_fair_cycle(server_loop);
         assert!(!script.enabled.contains(&CLIENT.0), "the blocked client is not enabled");
-        assert!(script.fair(), "enabled {:?}, scheduled {:?}", script.enabled, script.scheduled);
     }
 
     /// Delivers, in order, the heads of the inboxes of the `(sender, receiver)` pairs.
@@ -625,12 +617,7 @@ mod tests {
         assert_eq!(client_pc(&script.world), ClientPc::SleepWaitRunning);
         server_loop(&mut script);
 
-        let (hash, world) = (script.partial_hash(), script.world.fingerprint());
-        script.mark();
-        server_loop(&mut script);
-        assert!(script.partial_hash() == hash, "the partial hash repeats");
-        assert_eq!(script.world.fingerprint(), world, "the exact world repeats");
-        assert!(script.fair(), "enabled {:?}, scheduled {:?}", script.enabled, script.scheduled);
+        script.assert_fair_cycle(server_loop);
     }
 
     /// SPIN's fix on the same interleaving, alone or with the client's relock: the server
@@ -801,50 +788,16 @@ mod tests {
         }
     }
 
-    /// A tiny xorshift generator for the random executions.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
-    impl Chooser for XorShift {
-        fn choose(&mut self, n: usize) -> usize {
-            self.below(n)
-        }
-    }
-
     /// 300 random executions of up to 500 steps of each variant: no handler panics and the
     /// client's assertion always holds.
     #[test]
     fn random_executions_violate_nothing() {
         for variant in [Variant::Bug, Variant::SpinFix, Variant::Fixed] {
             let model = model_variant(variant);
-            let simulator = Simulator::new(&model).unwrap();
-            let mut initial = None;
-            simulator.initial_worlds(|_, world, violation| {
-                assert!(violation.is_none());
-                initial = Some(world);
-            });
-            let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
-            let mut actions = Vec::new();
+            let mut script = Script::new(&model);
+            let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
             for _ in 0..300 {
-                let mut world = initial.clone().unwrap();
-                for _ in 0..500 {
-                    simulator.actions(&world, &mut actions);
-                    if actions.is_empty() {
-                        break;
-                    }
-                    let action = actions[rng.below(actions.len())];
-                    let outcome = simulator.observed_step(&world, action, &mut rng);
-                    assert_eq!(outcome.violation, None, "{variant:?}");
-                    world = outcome.world;
-                }
+                script.reset().random_steps(&mut rng, 500);
             }
         }
     }

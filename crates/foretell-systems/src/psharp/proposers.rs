@@ -455,10 +455,10 @@ impl Monitor<Proposers> for Progress {
 
 #[cfg(test)]
 mod tests {
-    use super::super::script::Script;
+    use super::super::script::{Rng, Script};
     use super::*;
     use foretell_check::{Check, Completion};
-    use foretell_model::{Action, Chooser, Event, PartialHash, Simulator};
+    use foretell_model::{Event, PartialHash};
 
     const P1: NodeId = NodeId(3);
     const P2: NodeId = NodeId(4);
@@ -611,71 +611,31 @@ mod tests {
         assert_eq!(winner.accepts, MAJORITY);
     }
 
-    /// A tiny xorshift generator: picks steps and answers choices.
-    struct Xorshift(u64);
-
-    impl Xorshift {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
-    impl Chooser for Xorshift {
-        fn choose(&mut self, n: usize) -> usize {
-            self.below(n)
-        }
-    }
-
     /// How an execution ended: every node idle, P2 decided, P1 decided or not, the monitor.
     #[derive(Debug, PartialEq)]
     struct End {
         leader_decided: bool,
         other_decided: bool,
-        monitor: ProgressState,
+        /// The monitor's state, in its `Debug` form.
+        monitor: String,
     }
 
     /// Random executions of up to `steps` steps, which must not fail an assertion; returns how
     /// each one that ended (no enabled step) ended.
     fn walks(config: &Config, runs: u64, steps: usize) -> Vec<End> {
         let model = model(config);
-        let simulator = Simulator::new(&model).expect("a valid model");
-        let mut initial = None;
-        simulator.initial_worlds(|_, world, _| {
-            initial.get_or_insert(world);
-        });
-        let initial = initial.expect("an initial world");
+        let mut script = Script::new(&model);
         let decided = |world: &World<Proposers>, id| {
             let proposer = proposer(world, proposer_node(id));
             proposer.phase == ProposerPhase::Chosen && proposer.accepts == MAJORITY
         };
         let mut ends = Vec::new();
-        let mut actions: Vec<Action> = Vec::new();
         for seed in 1..=runs {
-            let mut rng = Xorshift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let mut world = initial.clone();
-            let mut monitor = Progress.init(&world);
-            for _ in 0..steps {
-                simulator.actions(&world, &mut actions);
-                if actions.is_empty() {
-                    let (leader_decided, other_decided) = (decided(&world, LEADER), decided(&world, 1));
-                    ends.push(End { leader_decided, other_decided, monitor });
-                    break;
-                }
-                let action = actions[rng.below(actions.len())];
-                let outcome = simulator.observed_step(&world, action, &mut rng);
-                assert_eq!(outcome.violation, None, "seed {seed}");
-                let record = outcome.record.expect("an observed step records its event");
-                let observation = Observation {
-                    before: &world,
-                    event: &record.event,
-                    sent: &record.sent,
-                    after: &outcome.world,
-                };
-                Progress.observe(&mut monitor, &observation);
-                world = outcome.world;
+            let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            if script.reset().random_steps(&mut rng, steps) {
+                let world = &script.world;
+                let (leader_decided, other_decided) = (decided(world, LEADER), decided(world, 1));
+                ends.push(End { leader_decided, other_decided, monitor: script.describe(0) });
             }
         }
         ends
@@ -687,17 +647,18 @@ mod tests {
     /// was rejected (see the next test).
     #[test]
     fn random_executions_hold_their_assertions() {
+        let chosen = format!("{:?}", ProgressState::Chosen);
         let ends = walks(&Config::default(), 300, 500);
         assert!(ends.len() > 50, "only {} of 300 executions ended", ends.len());
         for end in &ends {
             assert!(end.leader_decided || end.other_decided, "{end:?}");
-            assert_eq!(end.monitor, ProgressState::Chosen, "{end:?}");
+            assert_eq!(end.monitor, chosen, "{end:?}");
         }
         let ends = walks(&Config { bug: false }, 300, 500);
         assert_eq!(ends.len(), 300, "every execution of the fix ends within 500 steps");
         for end in &ends {
             assert!(end.leader_decided, "{end:?}");
-            assert_eq!(end.monitor, ProgressState::Chosen, "{end:?}");
+            assert_eq!(end.monitor, chosen, "{end:?}");
         }
     }
 

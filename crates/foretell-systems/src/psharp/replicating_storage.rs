@@ -516,20 +516,7 @@ fn largest_group(data: &BTreeMap<u8, u32>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::psharp::script::Script;
-    use foretell_model::{Chooser, EventOf, Simulator};
-
-    type Step = EventOf<ReplicatingStorage>;
-
-    /// The delivery of the head of `node`'s inbox.
-    fn deliver(node: NodeId) -> impl Fn(&Step) -> bool {
-        move |event| matches!(event, Event::Deliver { to, .. } if *to == node)
-    }
-
-    /// A tick of timer node `node`.
-    fn tick(node: NodeId) -> impl Fn(&Step) -> bool {
-        move |event| matches!(event, Event::Timer { node: n, .. } if *n == node)
-    }
+    use crate::psharp::script::{deliver, timer as tick, Rng, Script};
 
     fn manager(script: &Script<'_, ReplicatingStorage>) -> Manager {
         match script.world.state(MANAGER) {
@@ -578,16 +565,6 @@ mod tests {
         assert_eq!(script.world.messages().len(), 0, "every inbox is empty");
     }
 
-    /// Runs one step and asserts that the monitor is still hot after it.
-    fn step_hot(
-        script: &mut Script<'_, ReplicatingStorage>,
-        choices: &[usize],
-        pick: impl Fn(&Step) -> bool,
-    ) {
-        script.step_with(choices, pick);
-        assert_eq!(script.temperature(), Temperature::Hot);
-    }
-
     /// The bug, step by step: the stale report makes `DataMap` hold three 1s (one of them the
     /// dead node's) and the replacement's 0, so `RepairNodes` returns at once; then one round of
     /// every live timer, each ticking once without and once with a `Timeout` that its target
@@ -602,19 +579,15 @@ mod tests {
         script.step_with(&[0], tick(REPAIR_TIMER)).step(deliver(MANAGER));
         assert_eq!(script.world.messages().len(), 0, "RepairNodes sent nothing");
 
-        script.mark();
-        let (world, partial) = (script.world.fingerprint(), script.partial_hash());
-        for timer in [REPAIR_TIMER, sync_timer(1), sync_timer(2), sync_timer(REPLACEMENT)] {
-            step_hot(&mut script, &[1], tick(timer));
-            step_hot(&mut script, &[0], tick(timer));
-            step_hot(&mut script, &[], deliver(timer_target(timer)));
-            if timer != REPAIR_TIMER {
-                step_hot(&mut script, &[], deliver(MANAGER)); // its SyncReport
+        script.assert_fair_cycle(|script| {
+            for timer in [REPAIR_TIMER, sync_timer(1), sync_timer(2), sync_timer(REPLACEMENT)] {
+                script.step_hot(&[1], tick(timer)).step_hot(&[0], tick(timer));
+                script.step_hot(&[], deliver(timer_target(timer)));
+                if timer != REPAIR_TIMER {
+                    script.step_hot(&[], deliver(MANAGER)); // its SyncReport
+                }
             }
-        }
-        assert!(script.partial_hash() == partial, "the partial hash repeats");
-        assert_eq!(script.world.fingerprint(), world, "the exact world repeats");
-        assert!(script.fair(), "enabled {:?}, scheduled {:?}", script.enabled, script.scheduled);
+        });
     }
 
     /// The fix: along the same interleaving the manager ignores the dead node's report, so the
@@ -633,18 +606,6 @@ mod tests {
         assert_eq!(script.temperature(), Temperature::Cold);
     }
 
-    /// A xorshift generator: the smoke runs' scheduler and chooser.
-    struct XorShift(u64);
-
-    impl Chooser for XorShift {
-        fn choose(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
     /// Smoke: 300 random executions of 500 steps of each variant, with the monitor watching,
     /// never fail an assertion (no unhandled event) nor panic, and each gets as far as the
     /// fault and the replacement.
@@ -652,35 +613,11 @@ mod tests {
     fn random_executions_handle_every_event() {
         for bug in [true, false] {
             let model = model(&Config { bug });
-            let simulator = Simulator::new(&model).expect("a valid model");
-            let mut initial = None;
-            simulator.initial_worlds(|_, world, violation| {
-                assert!(violation.is_none());
-                initial.get_or_insert(world);
-            });
-            let initial = initial.expect("an initial world");
-            let monitor = &model.monitors()[0];
-            let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
-            let mut actions = Vec::new();
+            let mut script = Script::new(&model);
+            let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
             for _ in 0..300 {
-                let mut world = initial.clone();
-                let mut state = monitor.init(&world);
-                for _ in 0..500 {
-                    simulator.actions(&world, &mut actions);
-                    let action = actions[rng.choose(actions.len())]; // the repair timer always ticks
-                    let outcome = simulator.observed_step(&world, action, &mut rng);
-                    assert_eq!(outcome.violation, None, "bug: {bug}");
-                    let record = outcome.record.expect("an observed step is recorded");
-                    let step = Observation {
-                        before: &world,
-                        event: &record.event,
-                        sent: &record.sent,
-                        after: &outcome.world,
-                    };
-                    monitor.observe(&mut state, &step);
-                    world = outcome.world;
-                }
-                let replaced = world.state(storage_node(REPLACEMENT));
+                assert!(!script.reset().random_steps(&mut rng, 500), "the repair timer always ticks");
+                let replaced = script.world.state(storage_node(REPLACEMENT));
                 assert!(matches!(replaced, State::Storage(_)), "the run reaches the repair");
             }
         }

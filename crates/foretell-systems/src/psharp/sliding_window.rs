@@ -362,21 +362,8 @@ impl Monitor<SlidingWindow> for LivenessMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::psharp::script::Script;
+    use crate::psharp::script::{deliver, timer as iterate, Rng, Script};
     use foretell_check::{Check, Completion};
-    use foretell_model::{Chooser, EventOf, Simulator};
-
-    type Step = EventOf<SlidingWindow>;
-
-    /// The delivery of the head of `node`'s inbox.
-    fn deliver(node: NodeId) -> impl Fn(&Step) -> bool {
-        move |event| matches!(event, Event::Deliver { to, .. } if *to == node)
-    }
-
-    /// The next loop iteration of peer `node`.
-    fn iterate(node: NodeId) -> impl Fn(&Step) -> bool {
-        move |event| matches!(event, Event::Timer { node: n, .. } if *n == node)
-    }
 
     fn peer(world: &World<SlidingWindow>, node: NodeId) -> Peer {
         match world.state(node) {
@@ -431,26 +418,11 @@ mod tests {
             assert_eq!(peer(&script.world, node), done, "every frame accepted, none acknowledged");
         }
 
-        script.mark();
-        let (world, partial) = (script.world.fingerprint(), script.partial_hash());
-        for node in [PEER_1, PEER_2] {
-            assert_eq!(poll(&mut script, node), [Temperature::Cold; 3]);
-        }
-        assert!(script.partial_hash() == partial, "the partial hash repeats");
-        assert_eq!(script.world.fingerprint(), world, "the exact world repeats");
-        assert!(script.fair(), "enabled {:?}, scheduled {:?}", script.enabled, script.scheduled);
-    }
-
-    /// A xorshift generator: the random runs' scheduler.
-    struct XorShift(u64);
-
-    impl Chooser for XorShift {
-        fn choose(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
+        script.assert_fair_cycle(|script| {
+            for node in [PEER_1, PEER_2] {
+                assert_eq!(poll(script, node), [Temperature::Cold; 3]);
+            }
+        });
     }
 
     /// Every execution, run to its end (it polls forever, so cut at 500 steps) in 300 random
@@ -459,46 +431,24 @@ mod tests {
     #[test]
     fn every_execution_ends_polling_cold() {
         let model = model(&Config::default());
-        let simulator = Simulator::new(&model).expect("a valid model");
-        let mut initial = None;
-        simulator.initial_worlds(|_, world, violation| {
-            assert!(violation.is_none());
-            initial.get_or_insert(world);
-        });
-        let initial = initial.expect("an initial world");
-        let monitor = &model.monitors()[0];
-        let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
-        let mut actions = Vec::new();
+        let mut script = Script::new(&model);
+        let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
         for run in 0..300 {
-            let mut world = initial.clone();
-            let mut state = monitor.init(&world);
+            script.reset();
             let mut sends = 0;
             for _ in 0..500 {
-                simulator.actions(&world, &mut actions);
-                let action = actions[rng.choose(actions.len())];
-                let outcome = simulator.observed_step(&world, action, &mut rng);
-                assert_eq!(outcome.violation, None, "run {run}");
-                assert_eq!(simulator.violated_invariant(&outcome.world), None, "run {run}");
-                let record = outcome.record.expect("an observed step is recorded");
+                let record = script.random_step(&mut rng).expect("a peer can always poll");
                 sends += record.sent.iter().filter(|(_, msg)| matches!(msg, Msg::Message(_))).count();
-                let step = Observation {
-                    before: &world,
-                    event: &record.event,
-                    sent: &record.sent,
-                    after: &outcome.world,
-                };
-                monitor.observe(&mut state, &step);
                 if sends == 10 {
-                    assert_eq!(monitor.temperature(&state), Temperature::Cold, "run {run}");
+                    assert_eq!(script.temperature(), Temperature::Cold, "run {run}");
                 }
-                world = outcome.world;
             }
             assert_eq!(sends, 10, "run {run}");
             for node in [PEER_1, PEER_2] {
-                assert_eq!(peer(&world, node).frame_expected, 5, "run {run}");
+                assert_eq!(peer(&script.world, node).frame_expected, 5, "run {run}");
             }
             for channel in [CHANNEL_1, CHANNEL_2] {
-                assert_eq!(*world.state(channel), State::Channel(VecDeque::new()), "run {run}");
+                assert_eq!(*script.world.state(channel), State::Channel(VecDeque::new()), "run {run}");
             }
         }
     }
