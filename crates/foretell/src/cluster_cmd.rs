@@ -10,7 +10,7 @@
 use crate::cli::SystemChoice;
 use crate::commands::{print_violation, progress_bar, show_progress_as, violation_json};
 use anyhow::{bail, Context, Result};
-use foretell_check::{CheckOptions, Interrupt, Progress, Report, Violation};
+use foretell_check::{CheckOptions, Progress, Report, Violation};
 use foretell_cluster::{ClusterConfig, SwarmReport};
 use foretell_model::SystemRef;
 use indicatif::ProgressBar;
@@ -121,9 +121,7 @@ pub fn run(args: ClusterArgs) -> Result<ExitCode> {
     let reporter = config.process_index == 0;
     match args.mode {
         Mode::Bfs => {
-            let interrupt = Interrupt::new();
-            let on_interrupt = interrupt.clone();
-            ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
+            let interrupt = crate::commands::interrupt_on_ctrl_c()?;
             let bar = progress_bar();
             let sink_bar = bar.clone();
             let options = CheckOptions {

@@ -1,13 +1,13 @@
 //! The verbs: glue between parsed flags, the system registry, the engines and the terminal.
 
-use crate::cli::{CheckArgs, Cli, Command, LivenessArgs};
+use crate::cli::{CheckArgs, Cli, Command, LivenessArgs, SystemChoice};
 use anyhow::{bail, Context, Result};
 use foretell_check::{
     CheckOptions, DynModel, Interrupt, LivenessOptions, LivenessProgress, LivenessReport, LivenessVerdict,
     Prefix, Progress, Report, Violation,
 };
 use foretell_model::{SystemRef, Trace};
-use foretell_systems::Start;
+use foretell_systems::{Settings, Start, System};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -67,15 +67,9 @@ fn list() -> Result<ExitCode> {
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode> {
-    let system = foretell_systems::find(&args.target.system)?;
-    let mut settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
-    if let Some(from) = &args.from {
-        settings.start = Some(start(&system, from)?);
-    }
+    let (system, settings) = configured(&args.target, args.from.as_deref())?;
     let model = system.build_model(&settings)?;
-    let interrupt = Interrupt::new();
-    let on_interrupt = interrupt.clone();
-    ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
+    let interrupt = interrupt_on_ctrl_c()?;
     let bar = progress_bar();
     let sink_bar = bar.clone();
     let timeout = seconds(args.timeout)?;
@@ -112,8 +106,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
 }
 
 fn liveness(args: LivenessArgs) -> Result<ExitCode> {
-    let system = foretell_systems::find(&args.target.system)?;
-    let mut settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
+    let (system, mut settings) = configured(&args.target, None)?;
     let prefix = match args.prefix.as_deref() {
         None => Prefix::Start,
         Some("live") => Prefix::Live { faults: false },
@@ -124,9 +117,7 @@ fn liveness(args: LivenessArgs) -> Result<ExitCode> {
         }
     };
     let model: Arc<dyn DynModel> = Arc::from(system.build_model(&settings)?);
-    let interrupt = Interrupt::new();
-    let on_interrupt = interrupt.clone();
-    ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
+    let interrupt = interrupt_on_ctrl_c()?;
     let bar = progress_bar();
     let sink_bar = bar.clone();
     let defaults = LivenessOptions::default();
@@ -181,6 +172,24 @@ fn liveness_json(report: &LivenessReport, system: &SystemRef, file: Option<&Path
         "stats": report.stats,
         "trace_file": file.map(|f| f.display().to_string()),
     })
+}
+
+/// The system `target` names, with its settings, starting `from` a scenario or trace prefix.
+pub(crate) fn configured(target: &SystemChoice, from: Option<&str>) -> Result<(System, Settings)> {
+    let system = foretell_systems::find(&target.system)?;
+    let mut settings = system.settings(target.bug.as_deref(), &target.set)?;
+    if let Some(from) = from {
+        settings.start = Some(start(&system, from)?);
+    }
+    Ok((system, settings))
+}
+
+/// An interrupt flag that Ctrl-C raises: the run stops and prints its partial report.
+pub(crate) fn interrupt_on_ctrl_c() -> Result<Interrupt> {
+    let interrupt = Interrupt::new();
+    let on_interrupt = interrupt.clone();
+    ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
+    Ok(interrupt)
 }
 
 /// Writes `trace`, if there is one, to `file`, naming `system` in it; the file written.

@@ -2,9 +2,9 @@
 //! text or JSON, and the finding's trace to a file.
 
 use crate::cli::LassoArgs;
-use crate::commands::{print_text, progress_bar, seconds, start, write_trace};
-use anyhow::{Context, Result};
-use foretell_check::{FoundKind, Interrupt, LassoFindingReport, LassoOptions, LassoReport};
+use crate::commands::{configured, interrupt_on_ctrl_c, print_text, progress_bar, seconds, write_trace};
+use anyhow::Result;
+use foretell_check::{FoundKind, LassoFindingReport, LassoOptions, LassoReport};
 use foretell_model::SystemRef;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -12,15 +12,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: LassoArgs) -> Result<ExitCode> {
-    let system = foretell_systems::find(&args.target.system)?;
-    let mut settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
-    if let Some(from) = &args.from {
-        settings.start = Some(start(&system, from)?);
-    }
+    let (system, settings) = configured(&args.target, args.from.as_deref())?;
     let model = system.build_model(&settings)?;
-    let interrupt = Interrupt::new();
-    let on_interrupt = interrupt.clone();
-    ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
+    let interrupt = interrupt_on_ctrl_c()?;
     let defaults = LassoOptions::default();
     let options = LassoOptions {
         method: args.method,
