@@ -87,7 +87,6 @@ trait ErasedMonitor<P: Protocol>: Send + Sync {
     fn observe(&self, state: &mut MonitorState, step: &Observation<'_, P>);
     fn temperature(&self, state: &MonitorState) -> Temperature;
     fn describe(&self, state: &MonitorState) -> String;
-    fn needs_events(&self) -> bool;
 }
 
 struct Erased<M>(M);
@@ -116,10 +115,6 @@ impl<P: Protocol, M: Monitor<P>> ErasedMonitor<P> for Erased<M> {
 
     fn describe(&self, state: &MonitorState) -> String {
         format!("{:?}", state.decode::<M::State>())
-    }
-
-    fn needs_events(&self) -> bool {
-        true
     }
 }
 
@@ -152,10 +147,6 @@ impl<P: Protocol> ErasedMonitor<P> for Eventually<P> {
 
     fn describe(&self, state: &MonitorState) -> String {
         if state.decode::<bool>() { "holds" } else { "does not hold yet" }.to_string()
-    }
-
-    fn needs_events(&self) -> bool {
-        false
     }
 }
 
@@ -212,11 +203,5 @@ impl<P: Protocol> DynMonitor<P> {
     /// `state` in its `Debug` form.
     pub fn describe(&self, state: &MonitorState) -> String {
         self.0.describe(state)
-    }
-
-    /// Whether the monitor looks at steps' events and sent messages (an `eventually` monitor
-    /// only looks at worlds), so that engines record events only when someone reads them.
-    pub fn needs_events(&self) -> bool {
-        self.0.needs_events()
     }
 }

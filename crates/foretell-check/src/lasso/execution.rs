@@ -138,8 +138,8 @@ pub(crate) struct Stepped<P: Protocol> {
     pub(crate) world: World<P>,
     pub(crate) monitors: Vec<MonitorState>,
     pub(crate) choices: Vec<usize>,
-    /// The event, when a monitor reads events.
-    pub(crate) event: Option<EventOf<P>>,
+    /// The event.
+    pub(crate) event: EventOf<P>,
 }
 
 /// A world with what the engine knows of it.
@@ -158,8 +158,6 @@ pub(crate) struct Executor<'s, 'm, P: Protocol> {
     pub(crate) hash: &'s PartialHash<P>,
     pub(crate) options: &'s LassoOptions,
     pub(crate) method: Method,
-    /// Whether a monitor reads steps' events (otherwise steps are not recorded).
-    pub(crate) observe_events: bool,
 }
 
 impl<P: Protocol> Executor<'_, '_, P> {
@@ -208,56 +206,27 @@ impl<P: Protocol> Executor<'_, '_, P> {
         action: Action,
         chooser: &mut dyn Chooser,
     ) -> Result<Stepped<P>, StepViolation> {
-        let outcome = if self.observe_events {
-            self.sim.observed_step(world, action, chooser)
-        } else {
-            self.sim.step(world, action, chooser, false)
-        };
+        let outcome = self.sim.observed_step(world, action, chooser);
         if let Some(violation) = outcome.violation {
             return Err(violation);
         }
         if let Some(violation) = self.sim.violated_invariant(&outcome.world) {
             return Err(violation);
         }
+        let record = outcome.record.expect("an observed step records its event");
+        let observation =
+            Observation { before: world, event: &record.event, sent: &record.sent, after: &outcome.world };
         let mut next = monitors.to_vec();
-        let event = match outcome.record {
-            Some(record) => {
-                let observation = Observation {
-                    before: world,
-                    event: &record.event,
-                    sent: &record.sent,
-                    after: &outcome.world,
-                };
-                for (monitor, state) in self.monitors.iter().zip(&mut next) {
-                    monitor.observe(state, &observation);
-                }
-                Some(record.event)
-            }
-            None => {
-                // Only `eventually` monitors: they read the world after, not the event.
-                let event = self.sim.event(world, action);
-                let observation =
-                    Observation { before: world, event: &event, sent: &[], after: &outcome.world };
-                for (monitor, state) in self.monitors.iter().zip(&mut next) {
-                    monitor.observe(state, &observation);
-                }
-                None
-            }
-        };
-        Ok(Stepped { world: outcome.world, monitors: next, choices: outcome.choices, event })
+        for (monitor, state) in self.monitors.iter().zip(&mut next) {
+            monitor.observe(state, &observation);
+        }
+        Ok(Stepped { world: outcome.world, monitors: next, choices: outcome.choices, event: record.event })
     }
 
-    /// The shape of `action`'s event in `world`: what a replayed step must match.
-    fn shape(&self, world: &World<P>, action: Action, event: Option<&EventOf<P>>) -> u64 {
+    /// The shape of `event`: its kind, node, peer, and message kind or timer — what a
+    /// replayed step must match instead of its exact payload.
+    fn shape(event: &EventOf<P>) -> u64 {
         use foretell_model::Event;
-        let owned;
-        let event = match event {
-            Some(event) => event,
-            None => {
-                owned = self.sim.event(world, action);
-                &owned
-            }
-        };
         let tag =
             |kind: u64, a: u32, b: u32, c: u64| -> u64 { FingerprintHasher::hash(&(kind, a, b, c)) as u64 };
         match event {
@@ -284,7 +253,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
         shape: u64,
     ) -> Option<Action> {
         actions.iter().zip(processes).find_map(|(&action, &p)| {
-            (p == process && self.shape(world, action, None) == shape).then_some(action)
+            (p == process && Self::shape(&self.sim.event(world, action)) == shape).then_some(action)
         })
     }
 
@@ -421,7 +390,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         };
         let diverged = chooser.diverged || replay.is_some_and(|values| values.len() != choices.len());
         let used = chooser.used;
-        let shape = self.exec.shape(&self.current.world, action, event.as_ref());
+        let shape = Executor::<P>::shape(&event);
         let position = self.trace.len();
         if !self.current.hot {
             self.last_cold = Some(position);

@@ -217,16 +217,8 @@ impl<'m, P: Protocol> Lasso<'m, P> {
             LassoMethod::Temperature => SamplingMethod::Temperature,
             _ => SamplingMethod::Caching,
         };
-        let observe_events = monitors.iter().any(DynMonitor::needs_events);
-        let exec = Executor {
-            sim: &sim,
-            model: self.model,
-            monitors: &monitors,
-            hash: &hash,
-            options,
-            method,
-            observe_events,
-        };
+        let exec =
+            Executor { sim: &sim, model: self.model, monitors: &monitors, hash: &hash, options, method };
         let started = Instant::now();
         let stop = || {
             options.interrupt.as_ref().is_some_and(Interrupt::is_raised)
