@@ -310,12 +310,14 @@ impl Scheduler {
         taken as usize
     }
 
+    /// A uniformly random enabled process (the `k`-th smallest of them), then a uniformly
+    /// random event of it. Processes are below 64 (the engine admits at most 63 nodes).
     fn random_event(&mut self, processes: &[u32]) -> usize {
-        let mut distinct: Vec<u32> = processes.to_vec();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let process = distinct[self.rng.below(distinct.len() as u64) as usize];
-        self.event_of(process, processes)
+        let mut enabled = processes.iter().fold(0u64, |mask, &p| mask | 1 << p);
+        for _ in 0..self.rng.below(u64::from(enabled.count_ones())) {
+            enabled &= enabled - 1;
+        }
+        self.event_of(enabled.trailing_zeros(), processes)
     }
 
     /// A uniformly random event of `process`.
