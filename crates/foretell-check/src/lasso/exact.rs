@@ -69,7 +69,7 @@ impl Chooser for Noting<'_> {
 }
 
 /// One step of a world: its action, choices, choice labels and result.
-type Stepped<P> =
+type WorldStep<P> =
     (Action, Vec<usize>, Vec<ChoiceLabel>, Result<(World<P>, Vec<MonitorState>), StepViolation>);
 
 /// The world fingerprint combined with the monitors' states.
@@ -86,7 +86,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
         world: &World<P>,
         monitors: &[MonitorState],
         sites: &mut Sites,
-        mut each: impl FnMut(Stepped<P>),
+        mut each: impl FnMut(WorldStep<P>),
     ) {
         let mut actions = Vec::new();
         self.sim.actions(world, &mut actions);
