@@ -39,6 +39,18 @@ impl<'m, P: Protocol> Check<'m, P> {
         Self::with_options(model, CheckOptions { engine: EngineKind::Stateless, ..Default::default() })
     }
 
+    /// Local model checking, with every combination of local states checked (LMC-GEN); see
+    /// [`Check::lmc_options`] for the projected form and the bounds.
+    pub fn lmc(model: &'m Model<P>) -> Self {
+        Self::with_options(model, CheckOptions { engine: EngineKind::Lmc, ..Default::default() })
+    }
+
+    /// Sets what local model checking does.
+    pub fn lmc_options(mut self, lmc: crate::LmcOptions) -> Self {
+        self.options.lmc = lmc;
+        self
+    }
+
     /// Explores no world more than `depth` steps from an initial world.
     pub fn depth_max(mut self, depth: usize) -> Self {
         self.options.depth_max = Some(depth);
@@ -106,7 +118,7 @@ impl<'m, P: Protocol> Check<'m, P> {
     /// The model's [`ModelError`] if it does not validate.
     pub fn try_run(self) -> Result<Report, ModelError> {
         let sim = Simulator::new(self.model)?;
-        Ok(crate::engine::run(sim, &self.options))
+        crate::engine::run(sim, &self.options)
     }
 
     /// Runs the search.

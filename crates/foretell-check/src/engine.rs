@@ -8,14 +8,14 @@ mod stateless;
 
 use crate::exploration::Exploration;
 use crate::{CheckOptions, EngineKind, Report};
-use foretell_model::{Protocol, Simulator};
+use foretell_model::{ModelError, Protocol, Simulator};
 
 /// Runs the engine `options` names.
-pub(crate) fn run<P: Protocol>(sim: Simulator<'_, P>, options: &CheckOptions) -> Report {
-    let exploration = Exploration::new(sim, options);
-    match options.engine {
-        EngineKind::Bfs => bfs::run(exploration, options.threads),
-        EngineKind::Dfs => dfs::run(exploration, options.threads),
-        EngineKind::Stateless => stateless::run(exploration),
-    }
+pub(crate) fn run<P: Protocol>(sim: Simulator<'_, P>, options: &CheckOptions) -> Result<Report, ModelError> {
+    Ok(match options.engine {
+        EngineKind::Lmc => return crate::lmc::run(&sim, options),
+        EngineKind::Bfs => bfs::run(Exploration::new(sim, options), options.threads),
+        EngineKind::Dfs => dfs::run(Exploration::new(sim, options), options.threads),
+        EngineKind::Stateless => stateless::run(Exploration::new(sim, options)),
+    })
 }

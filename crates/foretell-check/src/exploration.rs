@@ -254,6 +254,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             violations,
             stats: self.stats,
             omission: self.omission,
+            lmc: None,
         }
     }
 }

@@ -34,6 +34,7 @@ mod exploration;
 mod fingerprint_set;
 mod lasso;
 mod liveness;
+mod lmc;
 mod options;
 mod report;
 
@@ -47,6 +48,7 @@ pub use liveness::{
     describe as describe_trace, Case, Liveness, LivenessError, LivenessOptions, LivenessProgress,
     LivenessReport, LivenessSink, LivenessStats, LivenessVerdict, Prefix,
 };
+pub use lmc::{LmcMode, LmcOptions, LmcStats};
 pub use options::{
     parse_bytes, CheckOptions, EngineKind, FingerprintBits, Interrupt, Memory, Progress, ProgressSink,
     Pruning,

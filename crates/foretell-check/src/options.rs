@@ -18,11 +18,15 @@ pub enum EngineKind {
     Dfs,
     /// Depth-first search by re-execution of choice sequences (MaceMC, VeriSoft).
     Stateless,
+    /// Local model checking: node-local states, one shared monotone network, system states
+    /// only to check invariants (LMC).
+    Lmc,
 }
 
 impl EngineKind {
     /// Every engine, for usage messages.
-    pub const ALL: [EngineKind; 3] = [EngineKind::Bfs, EngineKind::Dfs, EngineKind::Stateless];
+    pub const ALL: [EngineKind; 4] =
+        [EngineKind::Bfs, EngineKind::Dfs, EngineKind::Stateless, EngineKind::Lmc];
 
     /// The engine's name on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -30,6 +34,7 @@ impl EngineKind {
             EngineKind::Bfs => "bfs",
             EngineKind::Dfs => "dfs",
             EngineKind::Stateless => "stateless",
+            EngineKind::Lmc => "lmc",
         }
     }
 }
@@ -46,7 +51,7 @@ impl FromStr for EngineKind {
         EngineKind::ALL
             .into_iter()
             .find(|e| e.name() == s)
-            .ok_or_else(|| format!("unknown engine {s:?} (expected one of: bfs, dfs, stateless)"))
+            .ok_or_else(|| format!("unknown engine {s:?} (expected one of: bfs, dfs, stateless, lmc)"))
     }
 }
 
@@ -213,6 +218,8 @@ pub struct CheckOptions {
     pub threads: usize,
     /// The stateless engine's pruning.
     pub pruning: Pruning,
+    /// What local model checking does.
+    pub lmc: crate::LmcOptions,
     /// A flag that stops the run.
     pub interrupt: Option<Interrupt>,
     /// Where progress goes.

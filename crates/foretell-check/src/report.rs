@@ -152,6 +152,9 @@ pub struct Report {
     /// For a lossy visited set, the estimate of states missed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omission: Option<Omission>,
+    /// Local model checking's counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lmc: Option<crate::LmcStats>,
 }
 
 impl Report {
@@ -242,6 +245,9 @@ impl fmt::Display for Report {
                 o.per_state, o.expected_missed
             );
         }
+        if let Some(lmc) = &self.lmc {
+            let _ = write!(text, "\n{lmc}");
+        }
         f.write_str(&text)
     }
 }
@@ -286,7 +292,7 @@ impl PropertyReport {
     }
 }
 
-fn kind_name(kind: PropertyKind) -> &'static str {
+pub(crate) fn kind_name(kind: PropertyKind) -> &'static str {
     match kind {
         PropertyKind::Always => "always",
         PropertyKind::Sometimes => "sometimes",

@@ -512,6 +512,7 @@ fn report<P: Protocol>(
             seconds: started.elapsed().as_secs_f64(),
         },
         omission: None,
+        lmc: None,
     })
 }
 

@@ -6,8 +6,8 @@
 
 use crate::scenario::Resolved;
 use crate::{
-    DynMonitor, Monitor, NetworkKind, NodeId, PartialHash, Property, PropertyKind, Protocol, Scenario,
-    Symmetry, Weights, World,
+    DynMonitor, Monitor, NetworkKind, NodeId, PartialHash, Projection, Property, PropertyKind, Protocol,
+    Scenario, Symmetry, Weights, World,
 };
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -173,6 +173,11 @@ impl<P: Protocol> Driver<P> {
         index < 64 && self.startup & (1 << index) != 0
     }
 
+    /// The one-shot inputs of `node`, as a mask of their indices.
+    pub(crate) fn inputs_of(&self, node: NodeId) -> u64 {
+        self.once.iter().enumerate().filter(|(_, (n, _))| *n == node).fold(0, |mask, (i, _)| mask | 1 << i)
+    }
+
     /// The startup inputs of `node`, as a mask over the one-shot inputs.
     pub(crate) fn startup_of(&self, node: NodeId) -> u64 {
         if self.startup == 0 {
@@ -229,6 +234,7 @@ pub struct Model<P: Protocol> {
     start: Option<Scenario<P>>,
     monitors: Vec<DynMonitor<P>>,
     partial_hash: PartialHash<P>,
+    projections: Vec<(String, Projection<P>)>,
     /// The start scenario run against the model, once, by the first simulator.
     resolved: OnceLock<Result<Resolved<P>, String>>,
 }
@@ -250,6 +256,7 @@ impl<P: Protocol> Model<P> {
             start: None,
             monitors: Vec::new(),
             partial_hash: PartialHash::Default,
+            projections: Vec::new(),
             resolved: OnceLock::new(),
         }
     }
@@ -376,6 +383,18 @@ impl<P: Protocol> Model<P> {
     pub fn partial_hash(mut self, hash: PartialHash<P>) -> Self {
         self.partial_hash = hash;
         self
+    }
+
+    /// Declares a node-local projection of the `always` property `property`, with which local
+    /// model checking builds only the system states that could violate it (LMC-OPT).
+    pub fn projection(mut self, property: &str, projection: Projection<P>) -> Self {
+        self.projections.push((property.to_string(), projection));
+        self
+    }
+
+    /// The declared projections, by property name.
+    pub fn projections(&self) -> &[(String, Projection<P>)] {
+        &self.projections
     }
 
     /// The declared monitors (without the `eventually` properties).
@@ -511,6 +530,14 @@ pub enum ModelError {
     /// Socket errors on a network without connections.
     #[error("socket errors apply to a fifo-channels network only")]
     SocketErrorsWithoutConnections,
+    /// An engine cannot check this model.
+    #[error("the {engine} engine cannot check this model: {reason}")]
+    EngineUnsupported {
+        /// The engine.
+        engine: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// Two properties share a name.
     #[error("two properties are named {0:?}")]
     DuplicateProperty(String),

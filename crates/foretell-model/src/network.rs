@@ -60,6 +60,13 @@ pub struct Envelope<M> {
     pub(crate) hash: u128,
 }
 
+impl<M> Envelope<M> {
+    /// The stable hash of (sender, destination, payload): the message's identity.
+    pub fn hash(&self) -> u128 {
+        self.hash
+    }
+}
+
 impl<M: Serialize> Envelope<M> {
     pub(crate) fn new(from: NodeId, to: NodeId, msg: M) -> Self {
         let hash = FingerprintHasher::hash(&(from, to, &msg));

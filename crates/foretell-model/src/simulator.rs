@@ -289,7 +289,7 @@ impl Chooser for FixedChoices<'_> {
 }
 
 /// What a handler-running step asks the protocol to do.
-enum Call<'w, P: Protocol> {
+pub(crate) enum Call<'w, P: Protocol> {
     Message(NodeId, Arc<Envelope<P::Msg>>),
     Timer(P::Timer),
     Input(&'w P::Input),
@@ -472,7 +472,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         (world, choices, violation, log)
     }
 
-    fn out<'a>(
+    pub(crate) fn out<'a>(
         &self,
         me: NodeId,
         timers: &'a mut Vec<P::Timer>,
@@ -500,7 +500,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
 
     /// Collects a finished handler's sends and its violation (panic, failed assertion, or a send
     /// to a node that does not exist).
-    fn finish_handler<R>(
+    pub(crate) fn finish_handler<R>(
         &self,
         me: NodeId,
         out: &mut Out<'_, P>,

@@ -17,9 +17,11 @@
 //! the last promise to arrive, not of the highest-numbered vote) and `forget-promise` (an
 //! acceptor's promise does not survive a reset: it falls back to its vote's round).
 
-use crate::{Param, Settings, System, Variant};
+use crate::{apply_scenario, Param, ScenarioInfo, Settings, System, Variant};
 use foretell_check::DynModel;
-use foretell_model::{Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, World};
+use foretell_model::{
+    Budget, Driver, Event, Faults, Model, NetworkKind, NodeId, Out, Projection, Protocol, Scenario, World,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -236,7 +238,36 @@ pub fn model(proposals: &[(NodeId, Value)], resets: u32, bug: Bug) -> Model<Paxo
         .faults(Faults::none().resets(Budget::at_most(resets)))
         .driver(driver)
         .always("agreement", |w| !disagree(w))
+        .projection("agreement", Projection::conflict(|s: &State| s.chosen.map(u64::from)))
         .sometimes("value chosen", |w| w.states().any(|s| s.chosen.is_some()))
+}
+
+/// The proposals of the [`live`] scenario: node 0 proposes 1, node 1 proposes 2.
+pub const LIVE_PROPOSALS: &str = "0:1,1:2";
+
+/// LMC's live state (section 5.5): node 0 proposed 1 and nodes 0 and 1 accepted it, but only
+/// node 0 learned it — node 2's accept and the other learns are still in flight ("lost"), and
+/// node 1 has not proposed yet. `None` unless the proposals are [`LIVE_PROPOSALS`].
+pub fn live(proposals: &[(NodeId, Value)]) -> Option<Scenario<Paxos>> {
+    let expected = parse_proposals(LIVE_PROPOSALS).expect("valid");
+    if proposals != expected.as_slice() {
+        return None;
+    }
+    let round = Round { counter: 1, node: 0 };
+    let deliver = |from: u32, to: u32, msg: Msg| Event::Deliver { from: NodeId(from), to: NodeId(to), msg };
+    let steps = [
+        Event::Input { node: NodeId(0), input: Input::Propose(1) },
+        deliver(0, 0, Msg::Prepare(round)),
+        deliver(0, 1, Msg::Prepare(round)),
+        deliver(0, 2, Msg::Prepare(round)),
+        deliver(0, 0, Msg::Promise(round, None)),
+        deliver(1, 0, Msg::Promise(round, None)),
+        deliver(0, 0, Msg::Accept(round, 1)),
+        deliver(0, 1, Msg::Accept(round, 1)),
+        deliver(0, 0, Msg::Learn(round, 1)),
+        deliver(1, 0, Msg::Learn(round, 1)),
+    ];
+    Some(steps.into_iter().fold(Scenario::new("live"), Scenario::then))
 }
 
 /// Parses `proposals`: comma-separated `NODE:VALUE` pairs, at most one per node.
@@ -295,8 +326,30 @@ fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
     } else {
         Bug::None
     };
-    Ok(Box::new(model(&proposals, resets as u32, bug)))
+    let model = apply_scenario(model(&proposals, resets as u32, bug), settings, |name| match name {
+        "live" => live(&proposals),
+        _ => None,
+    })
+    .map_err(|error| match (&settings.start, error) {
+        (Some(crate::Start::Scenario(name)), crate::ConfigError::UnknownScenario { .. })
+            if name == "live" =>
+        {
+            crate::ConfigError::BadValue {
+                name: "proposals".into(),
+                value: text.into(),
+                reason: format!("scenario live needs proposals={LIVE_PROPOSALS}"),
+            }
+        }
+        (_, error) => error,
+    })?;
+    Ok(Box::new(model))
 }
+
+const SCENARIOS: &[ScenarioInfo] = &[ScenarioInfo {
+    name: "live",
+    help: "LMC section 5.5's live state (proposals=0:1,1:2): node 0's value 1 is accepted by nodes 0 and 1 \
+           and learned by node 0 only; node 1 has yet to propose 2",
+}];
 
 /// The registry entry.
 pub fn system() -> System {
@@ -306,7 +359,7 @@ pub fn system() -> System {
             "single-decree Paxos as CrystalBall and LMC ran it: three nodes over FIFO channels with resets",
         params: PARAMS,
         variants: VARIANTS,
-        scenarios: &[],
+        scenarios: SCENARIOS,
         build,
     }
 }
@@ -341,6 +394,23 @@ mod tests {
 
     /// A bound a debug build explores in seconds.
     const SHALLOW: usize = 12;
+
+    /// Local model checking, both forms, against BFS on the paper's Figure 10 space (one
+    /// proposal, no resets): the whole space, no violation.
+    #[test]
+    fn lmc_explores_one_proposal_completely() {
+        use foretell_check::{Completion, LmcMode, LmcOptions};
+        let model = model(&parse_proposals("0:1").unwrap(), 0, Bug::None);
+        let bfs = Check::bfs(&model).run();
+        println!("{bfs}");
+        assert_eq!(bfs.completion, Completion::Exhausted);
+        for mode in [LmcMode::General, LmcMode::Projected] {
+            let report = Check::lmc(&model).lmc_options(LmcOptions { mode, ..LmcOptions::default() }).run();
+            println!("{report}");
+            assert_eq!(report.completion, Completion::Exhausted);
+            assert!(report.violations.is_empty());
+        }
+    }
 
     /// The correct version within a shallow bound, which a debug build checks in seconds.
     #[test]

@@ -1,7 +1,9 @@
 //! The command line's shape: verbs and typed flags, parsed by clap.
 
 use clap::{Parser, Subcommand};
-use foretell_check::{parse_bytes, EngineKind, FingerprintBits, HashChoice, LassoMethod, Memory, Schedulers};
+use foretell_check::{
+    parse_bytes, EngineKind, FingerprintBits, HashChoice, LassoMethod, LmcMode, Memory, Schedulers,
+};
 use foretell_model::Weights;
 use std::path::PathBuf;
 
@@ -113,6 +115,37 @@ pub struct CheckArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub lmc: LmcArgs,
+}
+
+/// The flags of `--engine lmc`.
+#[derive(Debug, clap::Args)]
+pub struct LmcArgs {
+    /// With --engine lmc: build every combination of local states (general), or only those the
+    /// system's projections say could violate a property (projected, the paper's LMC-OPT).
+    #[arg(long, value_name = "MODE", value_parser = parse_lmc_mode)]
+    pub lmc_mode: Option<LmcMode>,
+    /// With --engine lmc: at most N local events (timers, inputs) on a node's path.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub lmc_local_events: Option<u32>,
+    /// With --engine lmc: raise the local-event bound from 1, round by round, from scratch (up
+    /// to --lmc-local-events, or until nothing is cut).
+    #[arg(long)]
+    pub lmc_iterative: bool,
+    /// With --engine lmc: a message sent again on one path is explored at most K more times.
+    #[arg(long, value_name = "K")]
+    pub lmc_duplicates: Option<u32>,
+}
+
+impl LmcArgs {
+    /// Whether any flag was given.
+    pub fn any(&self) -> bool {
+        self.lmc_mode.is_some()
+            || self.lmc_local_events.is_some()
+            || self.lmc_iterative
+            || self.lmc_duplicates.is_some()
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -289,4 +322,12 @@ fn parse_memory(text: &str) -> Result<Memory, String> {
 
 fn parse_engine(text: &str) -> Result<EngineKind, String> {
     text.parse()
+}
+
+fn parse_lmc_mode(text: &str) -> Result<LmcMode, String> {
+    match text {
+        "general" => Ok(LmcMode::General),
+        "projected" => Ok(LmcMode::Projected),
+        _ => Err(format!("unknown mode {text:?} (expected general or projected)")),
+    }
 }

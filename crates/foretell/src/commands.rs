@@ -3,8 +3,8 @@
 use crate::cli::{CheckArgs, Cli, Command, LivenessArgs, SystemChoice};
 use anyhow::{bail, Context, Result};
 use foretell_check::{
-    CheckOptions, DynModel, Interrupt, LivenessOptions, LivenessProgress, LivenessReport, LivenessVerdict,
-    Prefix, Progress, Report, Violation,
+    CheckOptions, DynModel, EngineKind, Interrupt, LivenessOptions, LivenessProgress, LivenessReport,
+    LivenessVerdict, LmcOptions, Memory, Prefix, Progress, Report, Violation,
 };
 use foretell_model::{SystemRef, Trace};
 use foretell_systems::{Settings, Start, System};
@@ -73,8 +73,10 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     let bar = progress_bar();
     let sink_bar = bar.clone();
     let timeout = seconds(args.timeout)?;
+    let lmc = lmc_options(&args)?;
     let options = CheckOptions {
         engine: args.engine,
+        lmc,
         depth_max: args.max_depth,
         states_max: args.max_states,
         timeout,
@@ -103,6 +105,35 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
         print_report(&report, &system_ref, &trace_files);
     }
     Ok(if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Local model checking's options from `args`: its flags need `--engine lmc`, and the flags of
+/// the global engines' visited set and bounds do not apply to it.
+fn lmc_options(args: &CheckArgs) -> Result<LmcOptions> {
+    if args.engine != EngineKind::Lmc {
+        if args.lmc.any() {
+            bail!("the --lmc-* flags apply to --engine lmc only");
+        }
+        return Ok(LmcOptions::default());
+    }
+    let global = [
+        ("--max-depth", args.max_depth.is_some()),
+        ("--max-states", args.max_states.is_some()),
+        ("--max-memory", args.max_memory.is_some()),
+        ("--memory", args.memory != Memory::Exact),
+        ("--threads", args.threads != 1),
+    ];
+    if let Some((flag, _)) = global.iter().find(|(_, given)| *given) {
+        bail!("{flag} does not apply to --engine lmc (it bounds the global engines; see --lmc-local-events)");
+    }
+    let defaults = LmcOptions::default();
+    Ok(LmcOptions {
+        mode: args.lmc.lmc_mode.unwrap_or(defaults.mode),
+        local_events: args.lmc.lmc_local_events,
+        iterative: args.lmc.lmc_iterative,
+        duplicates: args.lmc.lmc_duplicates.unwrap_or(defaults.duplicates),
+        ..defaults
+    })
 }
 
 fn liveness(args: LivenessArgs) -> Result<ExitCode> {
@@ -334,6 +365,7 @@ fn report_json(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) -> 
             "max_depth": report.stats.max_depth,
             "seconds": report.stats.seconds,
         },
+        "lmc": report.lmc,
         "violations": violations,
     })
 }

@@ -1,0 +1,231 @@
+//! System-state creation: LMC's `checkSystemInvariant` (section 4, and section 4.2's LMC-OPT).
+//!
+//! System states exist only to check invariants. Each is built when its newest local state is
+//! visited, from that state and every combination of the other nodes' states, so no
+//! combination is built twice. In the general form every combination is built. In the
+//! projected form a property with a [`Projection`] sorts each node's states by key, and a
+//! combination is built only when the keys it would combine could violate the property — for
+//! Paxos agreement, only when two nodes chose different values; properties without a
+//! projection get the general form.
+
+use super::explore::{LocalSpace, StateId};
+use super::Stopper;
+use foretell_model::{NodeId, Projection, Property, PropertyKind, Protocol, Simulator};
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// How system states are built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LmcMode {
+    /// Every combination of local states (the paper's LMC-GEN).
+    #[default]
+    General,
+    /// Only the combinations each property's projection says could violate it (LMC-OPT).
+    Projected,
+}
+
+/// The properties checked on one family of combinations.
+struct Target<P: Protocol> {
+    /// Indices of the `always` properties it checks.
+    properties: Vec<usize>,
+    projection: Option<Projection<P>>,
+    /// Per node: the states by key (without a projection, all in one group); states whose key
+    /// is `None` are not kept.
+    groups: Vec<BTreeMap<Option<u64>, Vec<StateId>>>,
+}
+
+/// A combination that violates a property, before soundness verification.
+pub(crate) struct Preliminary {
+    /// One state per node, or `None` for a node the property does not constrain (projected
+    /// mode), which soundness verification may place in any state.
+    pub(crate) states: Vec<Option<StateId>>,
+    /// The property (index in the model's properties).
+    pub(crate) property: usize,
+}
+
+/// Builds and checks system states.
+pub(crate) struct Combiner<P: Protocol> {
+    targets: Vec<Target<P>>,
+    /// System states built.
+    pub(crate) built: u64,
+}
+
+impl<P: Protocol> Combiner<P> {
+    /// The combiner for `properties` over `nodes` nodes; in projected mode, with
+    /// `projections` (by property name, which must name an `always` property).
+    pub(crate) fn new(
+        properties: &[Property<P>],
+        projections: &[(String, Projection<P>)],
+        mode: LmcMode,
+        nodes: usize,
+    ) -> Result<Self, String> {
+        for (name, _) in projections {
+            if !properties.iter().any(|p| p.name() == name && p.kind() == PropertyKind::Always) {
+                return Err(format!("a projection names {name:?}, which is not an `always` property"));
+            }
+        }
+        let always = properties.iter().enumerate().filter(|(_, p)| p.kind() == PropertyKind::Always);
+        let mut general = Vec::new();
+        let mut targets = Vec::new();
+        for (i, property) in always {
+            let projection = projections.iter().find(|(name, _)| name == property.name());
+            match projection {
+                Some((_, projection)) if mode == LmcMode::Projected => targets.push(Target {
+                    properties: vec![i],
+                    projection: Some(projection.clone()),
+                    groups: vec![BTreeMap::new(); nodes],
+                }),
+                _ => general.push(i),
+            }
+        }
+        if !general.is_empty() {
+            targets.push(Target {
+                properties: general,
+                projection: None,
+                groups: vec![BTreeMap::new(); nodes],
+            });
+        }
+        Ok(Combiner { targets, built: 0 })
+    }
+
+    /// Builds every new combination with state `state` of `node` and checks it; calls
+    /// `violated` on each one a property is false in (or, projected, could be false in).
+    pub(crate) fn visit(
+        &mut self,
+        space: &LocalSpace<'_, '_, P>,
+        sim: &Simulator<'_, P>,
+        node: NodeId,
+        state: StateId,
+        stopper: &Stopper,
+        violated: &mut impl FnMut(Preliminary) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let local = &space.nodes[node.index()].states[state as usize].local;
+        for target in &mut self.targets {
+            let key = target.projection.as_ref().map_or(Some(0), |p| p.key(local.state()));
+            if key.is_some() {
+                target.groups[node.index()].entry(key).or_default().push(state);
+            }
+        }
+        let mut built = 0u64;
+        let mut flow = ControlFlow::Continue(());
+        for target in &self.targets {
+            flow = match &target.projection {
+                None => target.general(space, sim, node, state, stopper, &mut built, violated),
+                Some(projection) => match projection.key(local.state()) {
+                    Some(key) => target.keyed(projection, node, state, key, &mut built, violated),
+                    None => ControlFlow::Continue(()),
+                },
+            };
+            if flow.is_break() {
+                break;
+            }
+        }
+        self.built += built;
+        flow
+    }
+}
+
+impl<P: Protocol> Target<P> {
+    /// Every combination of `state` of `node` with the other nodes' states, each checked.
+    #[allow(clippy::too_many_arguments)] // the parts of one visit
+    fn general(
+        &self,
+        space: &LocalSpace<'_, '_, P>,
+        sim: &Simulator<'_, P>,
+        node: NodeId,
+        state: StateId,
+        stopper: &Stopper,
+        built: &mut u64,
+        violated: &mut impl FnMut(Preliminary) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let properties = sim.model().properties();
+        let members: Vec<Vec<StateId>> = NodeId::all(space.nodes.len())
+            .map(|n| {
+                if n == node {
+                    vec![state]
+                } else {
+                    self.groups[n.index()].values().flatten().copied().collect()
+                }
+            })
+            .collect();
+        let mut combo = Vec::with_capacity(members.len());
+        for_each_product(&members, &mut combo, &mut |states: &[StateId]| {
+            if stopper.stopped() {
+                return ControlFlow::Break(());
+            }
+            *built += 1;
+            let world =
+                sim.join(states.iter().enumerate().map(|(n, &s)| &space.nodes[n].states[s as usize].local));
+            let false_one =
+                self.properties.iter().copied().find(|&i| {
+                    !catch_unwind(AssertUnwindSafe(|| properties[i].holds(&world))).unwrap_or(false)
+                });
+            match false_one {
+                Some(property) => {
+                    violated(Preliminary { states: states.iter().map(|&s| Some(s)).collect(), property })
+                }
+                None => ControlFlow::Continue(()),
+            }
+        })
+    }
+
+    /// The smallest combinations of `state` (whose key is `key`) with other nodes' keyed
+    /// states that the projection says could violate the property; the nodes left out are
+    /// free, for soundness verification to place anywhere.
+    fn keyed(
+        &self,
+        projection: &Projection<P>,
+        node: NodeId,
+        state: StateId,
+        key: u64,
+        built: &mut u64,
+        violated: &mut impl FnMut(Preliminary) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let nodes = self.groups.len();
+        let mut keys = vec![None; nodes];
+        keys[node.index()] = Some(key);
+        if projection.may_violate(&keys) {
+            *built += 1;
+            let mut states = vec![None; nodes];
+            states[node.index()] = Some(state);
+            return violated(Preliminary { states, property: self.properties[0] });
+        }
+        // Add one more node at a time (the rules need at most two keyed nodes).
+        for other in (0..nodes).filter(|&n| n != node.index()) {
+            for (other_key, members) in &self.groups[other] {
+                keys[other] = *other_key;
+                if projection.may_violate(&keys) {
+                    for &member in members {
+                        *built += 1;
+                        let mut states = vec![None; nodes];
+                        states[node.index()] = Some(state);
+                        states[other] = Some(member);
+                        violated(Preliminary { states, property: self.properties[0] })?;
+                    }
+                }
+            }
+            keys[other] = None;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Calls `each` on every way of picking one item of each of `choices`, in order.
+fn for_each_product<T: Clone>(
+    choices: &[Vec<T>],
+    picked: &mut Vec<T>,
+    each: &mut impl FnMut(&[T]) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    if picked.len() == choices.len() {
+        return each(picked);
+    }
+    for item in &choices[picked.len()] {
+        picked.push(item.clone());
+        let flow = for_each_product(choices, picked, each);
+        picked.pop();
+        flow?;
+    }
+    ControlFlow::Continue(())
+}

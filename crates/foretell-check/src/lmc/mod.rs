@@ -1,0 +1,504 @@
+//! Local model checking: explore nodes, not worlds (LMC, "Local Model Checking of Distributed
+//! Systems": section 4's algorithm, section 4.2's implementation and LMC-OPT).
+//!
+//! The engine keeps each node's visited local states apart and one shared, monotone network of
+//! every message ever sent ([`explore`]); builds system states only to check invariants, and
+//! only with a newly visited local state ([`combine`]); and reports a violation only once its
+//! combination of local states is shown reachable by a real run ([`soundness`]), with a global
+//! trace that the ordinary simulator replays.
+//!
+//! Run it with [`crate::Check::lmc`] or `foretell check SYSTEM --engine lmc`. It starts from the
+//! model's one start world — its initial world or a scenario's end — so it can be restarted
+//! from live snapshots, and it stops at the first sound violation, at a time budget, or when
+//! the local space is exhausted. Local events per node may be bounded, and the bound raised
+//! round by round from scratch (the paper's iterative bound); a message sent again on one path
+//! is explored at most `duplicates` more times (the paper's limit, 0 by default).
+//!
+//! Not supported: node resets and socket errors (they act on the network, which local states
+//! do not have); lost messages need no fault, since a local state never has to consume one.
+//! Invariants see system states with an empty network; `sometimes` and `eventually` properties
+//! are not checked.
+
+mod combine;
+mod explore;
+mod soundness;
+
+pub use combine::LmcMode;
+
+use crate::report::kind_name;
+use crate::{CheckOptions, Completion, EngineKind, PropertyReport, Report, Stats, Status, Violation};
+use combine::{Combiner, Preliminary};
+use explore::{LocalSpace, StateId, Step};
+use foretell_model::{
+    Action, FixedChoices, LocalEvent, ModelError, NodeId, PropertyKind, Protocol, Simulator, Trace, World,
+};
+use serde::{Deserialize, Serialize};
+use soundness::{SeqEvent, Soundness, SoundnessCounts};
+use std::cell::{Cell, RefCell};
+use std::ops::ControlFlow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+/// What local model checking is asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LmcOptions {
+    /// How system states are built.
+    pub mode: LmcMode,
+    /// The most local events (timers, inputs) on a node's path to a state; `None`: no bound.
+    pub local_events: Option<u32>,
+    /// Raise the local-event bound from 1 round by round, from scratch, up to `local_events`
+    /// (or until nothing is bounded).
+    pub iterative: bool,
+    /// How many more times a message sent again on one path is explored.
+    pub duplicates: u32,
+    /// The most positions (node states and messages in flight) one soundness verification
+    /// examines before it gives up.
+    pub soundness_budget: u64,
+}
+
+impl Default for LmcOptions {
+    fn default() -> Self {
+        LmcOptions {
+            mode: LmcMode::General,
+            local_events: None,
+            iterative: false,
+            duplicates: 0,
+            soundness_budget: 1 << 20,
+        }
+    }
+}
+
+/// The counts of a local model checking run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LmcStats {
+    /// How system states were built.
+    pub mode: LmcMode,
+    /// Local states visited, per node.
+    pub local_states: Vec<u64>,
+    /// Messages in the shared network.
+    pub messages: u64,
+    /// System states built and checked.
+    pub system_states: u64,
+    /// System states a property was false in.
+    pub preliminary_violations: u64,
+    /// Preliminary violations shown unreachable.
+    pub unsound: u64,
+    /// Soundness verifications run (re-verifications included).
+    pub soundness_checks: u64,
+    /// Positions (node states and messages in flight) soundness verification examined.
+    pub positions: u64,
+    /// Soundness verifications that ran out of budget or time.
+    pub abandoned: u64,
+    /// Handler executions on local states.
+    pub transitions: u64,
+    /// Local states discarded because their handler failed a local assertion or panicked.
+    pub discarded: u64,
+    /// The first such failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discarded_example: Option<String>,
+    /// Messages sent again on a path beyond the duplicate limit.
+    pub duplicates_suppressed: u64,
+    /// The local-event bound of the last round (`None`: unbounded).
+    pub bound: Option<u32>,
+    /// Rounds of the iterative bound run.
+    pub rounds: u32,
+    /// The longest path to a local state, in events.
+    pub deepest_local: u32,
+    /// The sum over nodes of their longest path: the longest event sequence a system state
+    /// built here could stand for.
+    pub deepest_sequence: u32,
+    /// The process's peak resident memory, in bytes (Linux).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory: Option<u64>,
+}
+
+/// Runs local model checking of `sim`'s model with `options`.
+pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -> Result<Report, ModelError> {
+    let started = Instant::now();
+    let model = sim.model();
+    let unsupported = |reason: &str| ModelError::EngineUnsupported { engine: "lmc", reason: reason.into() };
+    let faults = model.fault_budget();
+    if faults.resets.allows(0) || faults.socket_errors.allows(0) {
+        return Err(unsupported(
+            "node resets and socket errors are not explored locally (set their budget to 0)",
+        ));
+    }
+    let mut starts = Vec::new();
+    sim.initial_worlds(|choices, world, violation| starts.push((choices, world, violation)));
+    if starts.len() != 1 {
+        return Err(unsupported(&format!(
+            "it starts from one world, and this model has {} initial worlds (start it from a scenario)",
+            starts.len()
+        )));
+    }
+    let (init_choices, start, init_violation) = starts.pop().expect("one start world");
+    let combiner = || {
+        Combiner::new(model.properties(), model.projections(), options.lmc.mode, model.node_count())
+            .map_err(|reason| unsupported(&reason))
+    };
+    combiner()?;
+    let mut run = Run {
+        sim,
+        options,
+        started,
+        init_choices,
+        start,
+        stats: LmcStats { mode: options.lmc.mode, ..LmcStats::default() },
+        soundness: SoundnessCounts::default(),
+        stopper: Stopper {
+            deadline: options.timeout.map(|t| started + t),
+            interrupt: options.interrupt.clone(),
+            calls: Cell::new(0),
+            stop: Cell::new(None),
+        },
+    };
+    if let Some(violation) = init_violation.or_else(|| sim.violated_invariant(&run.start)) {
+        let trace = run.trace(&[]);
+        let found = Violation {
+            property: violation.property,
+            kind: violation.kind,
+            message: violation.message,
+            trace,
+        };
+        return Ok(run.report(Some(found), false));
+    }
+    let bounds: Vec<Option<u32>> = match (options.lmc.iterative, options.lmc.local_events) {
+        (true, max) => (1..=max.unwrap_or(u32::MAX)).map(Some).collect::<Vec<_>>(),
+        (false, bound) => vec![bound],
+    };
+    let mut found = None;
+    let mut bounded = false;
+    for bound in bounds {
+        let mut combiner = combiner()?;
+        run.stats.rounds += 1;
+        run.stats.bound = bound;
+        let (result, cut) = run.explore(bound, &mut combiner);
+        bounded = cut;
+        if result.is_some() || run.stopper.stop.get().is_some() || !cut {
+            found = result;
+            break;
+        }
+    }
+    Ok(run.report(found, bounded))
+}
+
+/// One run's state besides the local space.
+struct Run<'r, 's, 'm, P: Protocol> {
+    sim: &'s Simulator<'m, P>,
+    options: &'r CheckOptions,
+    started: Instant,
+    init_choices: Vec<usize>,
+    start: World<P>,
+    stats: LmcStats,
+    soundness: SoundnessCounts,
+    stopper: Stopper,
+}
+
+impl<P: Protocol> Run<'_, '_, '_, P> {
+    /// Explores the local space with local-event `bound` until it is exhausted, a sound
+    /// violation is found or the run is stopped. Returns the violation and whether the bound
+    /// stopped some local event.
+    fn explore(&mut self, bound: Option<u32>, combiner: &mut Combiner<P>) -> (Option<Violation>, bool) {
+        let sim = self.sim;
+        let in_flight = self.start.messages().cloned().collect::<Vec<_>>();
+        let locals = sim.local_states(&self.start);
+        let mut space =
+            LocalSpace::new(sim, locals, in_flight.into_iter(), bound, self.options.lmc.duplicates);
+        let budget = self.options.lmc.soundness_budget.max(1);
+        let verdicts = RefCell::new(Verdicts { counts: self.soundness, ..Verdicts::default() });
+        let stopper = &self.stopper;
+        let mut fresh = |space: &LocalSpace<'_, '_, P>, node: NodeId, state: StateId| -> ControlFlow<()> {
+            if stopper.stopped() {
+                return ControlFlow::Break(());
+            }
+            combiner.visit(space, sim, node, state, stopper, &mut |candidate: Preliminary| {
+                verdicts.borrow_mut().judge(space, sim, budget, stopper, candidate)
+            })
+        };
+        let mut flow = space.visit_roots(&mut fresh);
+        let mut merges = space.counts.merges;
+        while flow.is_continue() {
+            match space.round(&mut fresh) {
+                ControlFlow::Break(()) => flow = ControlFlow::Break(()),
+                ControlFlow::Continue(progress) => {
+                    // New states and predecessor pointers may make an earlier preliminary
+                    // violation sound (the re-verification section 4.2 calls for).
+                    if progress || space.counts.merges != merges {
+                        merges = space.counts.merges;
+                        if verdicts.borrow_mut().reverify(&space, sim, budget, stopper).is_break() {
+                            break;
+                        }
+                    }
+                    if !progress {
+                        break;
+                    }
+                }
+            }
+        }
+        let verdicts = verdicts.into_inner();
+        self.soundness = verdicts.counts;
+        self.stats.preliminary_violations += verdicts.preliminary;
+        self.stats.unsound = verdicts.unsound.len() as u64;
+        self.note_space(&space, combiner);
+        let violation =
+            verdicts.sound.and_then(|(candidate, order)| self.violation(&space, &candidate, &order));
+        (violation, space.bounded)
+    }
+
+    /// Records the space's counts in the statistics.
+    fn note_space(&mut self, space: &LocalSpace<'_, '_, P>, combiner: &Combiner<P>) {
+        let s = &mut self.stats;
+        s.local_states = space.nodes.iter().map(|n| n.states.len() as u64).collect();
+        s.messages = space.messages.len() as u64;
+        s.transitions += space.counts.transitions;
+        s.discarded += space.counts.discarded;
+        s.duplicates_suppressed += space.counts.duplicates_suppressed;
+        if s.discarded_example.is_none() {
+            s.discarded_example = space.discarded_example.as_ref().map(|v| v.message.clone());
+        }
+        let deepest: Vec<u32> =
+            space.nodes.iter().map(|n| n.states.iter().map(|s| s.depth).max().unwrap_or(0)).collect();
+        s.deepest_local = s.deepest_local.max(deepest.iter().copied().max().unwrap_or(0));
+        s.deepest_sequence = s.deepest_sequence.max(deepest.iter().sum());
+        s.system_states += combiner.built;
+    }
+
+    /// The violation of `candidate`, with the global trace of `order` re-executed by the
+    /// ordinary simulator; `None` if it does not re-execute into the violation (then the
+    /// preliminary violation counts as unsound).
+    fn violation(
+        &mut self,
+        space: &LocalSpace<'_, '_, P>,
+        candidate: &Preliminary,
+        order: &[(NodeId, SeqEvent)],
+    ) -> Option<Violation> {
+        let sim = self.sim;
+        let mut world = self.start.clone();
+        let mut steps: Vec<(Action, Vec<usize>)> = Vec::with_capacity(order.len());
+        for &(node, event) in order {
+            let states = &space.nodes[node.index()].states;
+            let pred = &states[event.to as usize].preds[event.pred as usize];
+            let local_event = match pred.step {
+                Step::Deliver(m) => LocalEvent::Deliver(&space.messages[m as usize].envelope),
+                Step::Local(action) => action.event(),
+            };
+            let global = sim.local_event(node, &states[pred.from as usize].local, local_event);
+            let action = sim.find_action(&world, &global)?;
+            let mut chooser = FixedChoices::new(&pred.choices);
+            let outcome = sim.step(&world, action, &mut chooser, false);
+            chooser.finish().ok()?;
+            world = outcome.world;
+            steps.push((action, pred.choices.to_vec()));
+        }
+        let trace = self.trace(&steps);
+        let verdict = trace.verdict.as_ref()?;
+        let expected = sim.model().properties()[candidate.property].name();
+        debug_assert_eq!(verdict.property, expected, "the replay ends in the preliminary violation");
+        Some(Violation {
+            property: verdict.property.clone(),
+            kind: verdict.kind,
+            message: verdict.message.clone(),
+            trace,
+        })
+    }
+
+    /// The trace of `steps` from the start world.
+    fn trace(&self, steps: &[(Action, Vec<usize>)]) -> Trace {
+        let mut trace = self.sim.record(&self.init_choices, steps);
+        trace.engine = Some(EngineKind::Lmc.name().into());
+        trace
+    }
+
+    /// The report, with the sound violation `found` if any.
+    fn report(mut self, found: Option<Violation>, bounded: bool) -> Report {
+        let seconds = self.started.elapsed().as_secs_f64();
+        self.stats.soundness_checks = self.soundness.checks;
+        self.stats.positions = self.soundness.positions;
+        self.stats.abandoned = self.soundness.abandoned;
+        self.stats.peak_memory = peak_memory();
+        let completion = match (&found, self.stopper.stop.get()) {
+            (Some(_), _) => Completion::Violation,
+            (None, Some(stop)) => stop,
+            (None, None) if bounded => Completion::DepthBound,
+            (None, None) => Completion::Exhausted,
+        };
+        let violations: Vec<Violation> = found.into_iter().collect();
+        let model = self.sim.model();
+        let mut properties = PropertyReport::for_search(model.properties(), &[], &violations);
+        for (line, property) in properties.iter_mut().zip(model.properties()) {
+            if property.kind() != PropertyKind::Always {
+                line.status = Status::NotChecked;
+            }
+            debug_assert_eq!(line.kind, kind_name(property.kind()));
+        }
+        let stats = Stats {
+            unique_states: self.stats.local_states.iter().sum(),
+            transitions: self.stats.transitions,
+            max_depth: self.stats.deepest_local as usize,
+            visited_bytes: 0,
+            seconds,
+        };
+        Report {
+            engine: EngineKind::Lmc,
+            completion,
+            properties,
+            violations,
+            stats,
+            omission: None,
+            lmc: Some(self.stats),
+        }
+    }
+}
+
+/// Verifies `candidate`: some real run reaches its states in a world where its property is
+/// false.
+fn verify<P: Protocol>(
+    space: &LocalSpace<'_, '_, P>,
+    sim: &Simulator<'_, P>,
+    candidate: &Preliminary,
+    budget: u64,
+    stopper: &Stopper,
+    counts: &mut SoundnessCounts,
+) -> Soundness {
+    let property = &sim.model().properties()[candidate.property];
+    let goal = |states: &[StateId]| {
+        let world =
+            sim.join(states.iter().enumerate().map(|(n, &s)| &space.nodes[n].states[s as usize].local));
+        !catch_unwind(AssertUnwindSafe(|| property.holds(&world))).unwrap_or(false)
+    };
+    let kind = sim.model().network_kind();
+    soundness::verify(space, kind, &candidate.states, &goal, budget, stopper, counts)
+}
+
+/// Stops a run at its deadline or when it is interrupted: asked often, it looks at the clock
+/// once in a while.
+pub(crate) struct Stopper {
+    deadline: Option<Instant>,
+    interrupt: Option<crate::Interrupt>,
+    calls: Cell<u32>,
+    stop: Cell<Option<Completion>>,
+}
+
+impl Stopper {
+    /// Whether the run must stop.
+    pub(crate) fn stopped(&self) -> bool {
+        if self.stop.get().is_some() {
+            return true;
+        }
+        let calls = self.calls.get().wrapping_add(1);
+        self.calls.set(calls);
+        if calls % 256 != 0 {
+            return false;
+        }
+        if self.interrupt.as_ref().is_some_and(|i| i.is_raised()) {
+            self.stop.set(Some(Completion::Interrupted));
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stop.set(Some(Completion::TimeBound));
+        }
+        self.stop.get().is_some()
+    }
+}
+
+/// The preliminary violations of one exploration and what soundness verification made of them.
+#[derive(Default)]
+struct Verdicts {
+    counts: SoundnessCounts,
+    preliminary: u64,
+    /// Shown unreachable (or not decided within the budget) so far.
+    unsound: Vec<Preliminary>,
+    /// The first sound one, with its interleaving.
+    sound: Option<(Preliminary, Vec<(NodeId, SeqEvent)>)>,
+}
+
+impl Verdicts {
+    /// Verifies a new preliminary violation; stops the run if it is sound.
+    fn judge<P: Protocol>(
+        &mut self,
+        space: &LocalSpace<'_, '_, P>,
+        sim: &Simulator<'_, P>,
+        budget: u64,
+        stopper: &Stopper,
+        candidate: Preliminary,
+    ) -> ControlFlow<()> {
+        self.preliminary += 1;
+        match verify(space, sim, &candidate, budget, stopper, &mut self.counts) {
+            Soundness::Sound(order) => {
+                self.sound = Some((candidate, order));
+                ControlFlow::Break(())
+            }
+            Soundness::Unsound | Soundness::Abandoned => {
+                self.unsound.push(candidate);
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    /// Verifies the unsound ones again; stops the run at the first now sound.
+    fn reverify<P: Protocol>(
+        &mut self,
+        space: &LocalSpace<'_, '_, P>,
+        sim: &Simulator<'_, P>,
+        budget: u64,
+        stopper: &Stopper,
+    ) -> ControlFlow<()> {
+        for at in 0..self.unsound.len() {
+            let candidate = &self.unsound[at];
+            if let Soundness::Sound(order) = verify(space, sim, candidate, budget, stopper, &mut self.counts)
+            {
+                self.sound = Some((self.unsound.swap_remove(at), order));
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The process's peak resident memory (Linux: `VmHWM` in `/proc/self/status`).
+fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+impl std::fmt::Display for LmcStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mode = match self.mode {
+            LmcMode::General => "general",
+            LmcMode::Projected => "projected",
+        };
+        let per_node: Vec<String> = self.local_states.iter().map(u64::to_string).collect();
+        write!(
+            f,
+            "lmc ({mode}): local states {} per node, {} messages, {} system states, {} preliminary violations \
+             ({} unsound), {} soundness checks over {} positions",
+            per_node.join("/"),
+            self.messages,
+            self.system_states,
+            self.preliminary_violations,
+            self.unsound,
+            self.soundness_checks,
+            self.positions,
+        )?;
+        if self.abandoned > 0 {
+            write!(f, " ({} out of budget)", self.abandoned)?;
+        }
+        write!(f, ", longest local path {}, longest sequence {}", self.deepest_local, self.deepest_sequence)?;
+        if let Some(bound) = self.bound {
+            write!(f, ", local-event bound {bound} (round {})", self.rounds)?;
+        }
+        if self.discarded > 0 {
+            write!(f, "\nlocal states discarded by a failed local assertion: {}", self.discarded)?;
+            if let Some(example) = &self.discarded_example {
+                write!(f, " (first: {example})")?;
+            }
+        }
+        if self.duplicates_suppressed > 0 {
+            write!(f, "\nduplicate messages beyond the limit: {}", self.duplicates_suppressed)?;
+        }
+        if let Some(bytes) = self.peak_memory {
+            write!(f, "\npeak memory {:.1} MiB", bytes as f64 / (1 << 20) as f64)?;
+        }
+        Ok(())
+    }
+}
