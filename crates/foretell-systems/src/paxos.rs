@@ -412,6 +412,58 @@ mod tests {
         }
     }
 
+    fn lmc(model: &Model<Paxos>, mode: foretell_check::LmcMode) -> foretell_check::Report {
+        let options = foretell_check::LmcOptions { mode, ..Default::default() };
+        let report = Check::lmc(model).lmc_options(options).run();
+        println!("{report}");
+        report
+    }
+
+    /// LMC section 5.5: from the live state, the projected search finds `last-promise` (node 1's
+    /// new round adopts node 2's empty promise, which arrived last, and chooses 2 while node 0
+    /// chose 1) with a sound trace that the simulator replays.
+    #[test]
+    fn lmc_finds_last_promise_from_the_live_state() {
+        let proposals = parse_proposals(LIVE_PROPOSALS).unwrap();
+        let model = model(&proposals, 0, Bug::LastPromise).start_from(live(&proposals).unwrap());
+        let report = lmc(&model, foretell_check::LmcMode::Projected);
+        let violation = report.assert_violated("agreement");
+        println!("{}", violation.trace.to_text(false));
+        foretell_model::Simulator::new(&model).unwrap().replay(&violation.trace).expect("replays");
+        let stats = report.lmc.as_ref().unwrap();
+        assert!(stats.unsound >= 1, "unsound preliminary violations come first: {report}");
+    }
+
+    /// The correct version from the same live state: exhausted, nothing reported.
+    #[test]
+    fn lmc_correct_version_holds_from_the_live_state() {
+        let proposals = parse_proposals(LIVE_PROPOSALS).unwrap();
+        let model = model(&proposals, 0, Bug::None).start_from(live(&proposals).unwrap());
+        for mode in [foretell_check::LmcMode::General, foretell_check::LmcMode::Projected] {
+            let report = lmc(&model, mode);
+            assert_eq!(report.completion, foretell_check::Completion::Exhausted);
+            assert!(report.violations.is_empty(), "{report}");
+        }
+    }
+
+    /// Two proposals from the initial world (the paper's harder space), first 3,000 local
+    /// states: the correct version has preliminary violations — local states that adopted the
+    /// other value through impossible orders — and soundness verification rejects each one.
+    #[test]
+    fn lmc_correct_version_preliminary_violations_are_unsound() {
+        let model = model(&parse_proposals(LIVE_PROPOSALS).unwrap(), 0, Bug::None);
+        let options =
+            foretell_check::LmcOptions { mode: foretell_check::LmcMode::Projected, ..Default::default() };
+        let report = Check::lmc(&model).lmc_options(options).states_max(3_000).run();
+        println!("{report}");
+        assert_eq!(report.completion, foretell_check::Completion::StatesBound);
+        assert!(report.violations.is_empty(), "{report}");
+        let stats = report.lmc.as_ref().unwrap();
+        assert!(stats.preliminary_violations > 0, "{report}");
+        assert_eq!(stats.unsound + stats.undecided, stats.preliminary_violations, "{report}");
+        assert!(stats.unsound > 0, "{report}");
+    }
+
     /// The correct version within a shallow bound, which a debug build checks in seconds.
     #[test]
     fn correct_version_holds_agreement_shallow() {

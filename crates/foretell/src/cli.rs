@@ -82,7 +82,7 @@ pub struct CheckArgs {
     /// Explore no world more than D steps from the initial world.
     #[arg(long, value_name = "D")]
     pub max_depth: Option<usize>,
-    /// Stop after S distinct worlds.
+    /// Stop after S distinct worlds (with --engine lmc: S local states).
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
     /// Stop after SECS seconds.

@@ -10,7 +10,7 @@
 //! Run it with [`crate::Check::lmc`] or `foretell check SYSTEM --engine lmc`. It starts from the
 //! model's one start world — its initial world or a scenario's end — so it can be restarted
 //! from live snapshots, and it stops at the first sound violation, at a time budget, or when
-//! the local space is exhausted. Local events per node may be bounded, and the bound raised
+//! the local space is exhausted (or at a bound on local states, [`crate::Check::states_max`]). Local events per node may be bounded, and the bound raised
 //! round by round from scratch (the paper's iterative bound); a message sent again on one path
 //! is explored at most `duplicates` more times (the paper's limit, 0 by default).
 //!
@@ -83,12 +83,13 @@ pub struct LmcStats {
     pub preliminary_violations: u64,
     /// Preliminary violations shown unreachable.
     pub unsound: u64,
+    /// Preliminary violations neither shown reachable nor unreachable within the soundness
+    /// budget (or before the run stopped).
+    pub undecided: u64,
     /// Soundness verifications run (re-verifications included).
     pub soundness_checks: u64,
     /// Positions (node states and messages in flight) soundness verification examined.
     pub positions: u64,
-    /// Soundness verifications that ran out of budget or time.
-    pub abandoned: u64,
     /// Handler executions on local states.
     pub transitions: u64,
     /// Local states discarded because their handler failed a local assertion or panicked.
@@ -162,23 +163,22 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
         };
         return Ok(run.report(Some(found), false));
     }
-    let bounds: Vec<Option<u32>> = match (options.lmc.iterative, options.lmc.local_events) {
-        (true, max) => (1..=max.unwrap_or(u32::MAX)).map(Some).collect::<Vec<_>>(),
-        (false, bound) => vec![bound],
+    // The iterative bound starts at 1 and grows until nothing is cut (or its maximum).
+    let (mut bound, max) = match options.lmc.iterative {
+        true => (Some(1), options.lmc.local_events.unwrap_or(u32::MAX)),
+        false => (options.lmc.local_events, 0),
     };
-    let mut found = None;
-    let mut bounded = false;
-    for bound in bounds {
+    let (found, bounded) = loop {
         let mut combiner = combiner()?;
         run.stats.rounds += 1;
         run.stats.bound = bound;
-        let (result, cut) = run.explore(bound, &mut combiner);
-        bounded = cut;
-        if result.is_some() || run.stopper.stop.get().is_some() || !cut {
-            found = result;
-            break;
+        let (found, cut) = run.explore(bound, &mut combiner);
+        let last = bound.is_none_or(|b| b >= max);
+        if found.is_some() || run.stopper.stop.get().is_some() || !cut || last {
+            break (found, cut);
         }
-    }
+        bound = bound.map(|b| b + 1);
+    };
     Ok(run.report(found, bounded))
 }
 
@@ -207,7 +207,11 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let budget = self.options.lmc.soundness_budget.max(1);
         let verdicts = RefCell::new(Verdicts { counts: self.soundness, ..Verdicts::default() });
         let stopper = &self.stopper;
+        let states_max = self.options.states_max;
         let mut fresh = |space: &LocalSpace<'_, '_, P>, node: NodeId, state: StateId| -> ControlFlow<()> {
+            if states_max.is_some_and(|max| space.state_count() > max) {
+                stopper.stop.set(Some(Completion::StatesBound));
+            }
             if stopper.stopped() {
                 return ControlFlow::Break(());
             }
@@ -238,7 +242,9 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let verdicts = verdicts.into_inner();
         self.soundness = verdicts.counts;
         self.stats.preliminary_violations += verdicts.preliminary;
-        self.stats.unsound = verdicts.unsound.len() as u64;
+        let undecided = verdicts.unsound.iter().filter(|(_, undecided)| *undecided).count() as u64;
+        self.stats.unsound += verdicts.unsound.len() as u64 - undecided;
+        self.stats.undecided += undecided;
         self.note_space(&space, combiner);
         let violation =
             verdicts.sound.and_then(|(candidate, order)| self.violation(&space, &candidate, &order));
@@ -314,7 +320,6 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let seconds = self.started.elapsed().as_secs_f64();
         self.stats.soundness_checks = self.soundness.checks;
         self.stats.positions = self.soundness.positions;
-        self.stats.abandoned = self.soundness.abandoned;
         self.stats.peak_memory = peak_memory();
         let completion = match (&found, self.stopper.stop.get()) {
             (Some(_), _) => Completion::Violation,
@@ -404,8 +409,9 @@ impl Stopper {
 struct Verdicts {
     counts: SoundnessCounts,
     preliminary: u64,
-    /// Shown unreachable (or not decided within the budget) so far.
-    unsound: Vec<Preliminary>,
+    /// Not shown reachable so far, each with whether its last verification ran out of budget
+    /// (undecided) rather than showing it unreachable.
+    unsound: Vec<(Preliminary, bool)>,
     /// The first sound one, with its interleaving.
     sound: Option<(Preliminary, Vec<(NodeId, SeqEvent)>)>,
 }
@@ -426,8 +432,12 @@ impl Verdicts {
                 self.sound = Some((candidate, order));
                 ControlFlow::Break(())
             }
-            Soundness::Unsound | Soundness::Abandoned => {
-                self.unsound.push(candidate);
+            Soundness::Unsound => {
+                self.unsound.push((candidate, false));
+                ControlFlow::Continue(())
+            }
+            Soundness::Abandoned => {
+                self.unsound.push((candidate, true));
                 ControlFlow::Continue(())
             }
         }
@@ -442,11 +452,13 @@ impl Verdicts {
         stopper: &Stopper,
     ) -> ControlFlow<()> {
         for at in 0..self.unsound.len() {
-            let candidate = &self.unsound[at];
-            if let Soundness::Sound(order) = verify(space, sim, candidate, budget, stopper, &mut self.counts)
-            {
-                self.sound = Some((self.unsound.swap_remove(at), order));
-                return ControlFlow::Break(());
+            match verify(space, sim, &self.unsound[at].0, budget, stopper, &mut self.counts) {
+                Soundness::Sound(order) => {
+                    self.sound = Some((self.unsound.swap_remove(at).0, order));
+                    return ControlFlow::Break(());
+                }
+                Soundness::Unsound => self.unsound[at].1 = false,
+                Soundness::Abandoned => self.unsound[at].1 = true,
             }
         }
         ControlFlow::Continue(())
@@ -480,8 +492,8 @@ impl std::fmt::Display for LmcStats {
             self.soundness_checks,
             self.positions,
         )?;
-        if self.abandoned > 0 {
-            write!(f, " ({} out of budget)", self.abandoned)?;
+        if self.undecided > 0 {
+            write!(f, " ({} preliminary violations undecided: out of budget or time)", self.undecided)?;
         }
         write!(f, ", longest local path {}, longest sequence {}", self.deepest_local, self.deepest_sequence)?;
         if let Some(bound) = self.bound {

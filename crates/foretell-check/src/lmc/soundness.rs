@@ -47,7 +47,6 @@ pub(crate) struct SoundnessCounts {
     pub(crate) checks: u64,
     /// Positions (node states and messages in flight) the searches examined.
     pub(crate) positions: u64,
-    pub(crate) abandoned: u64,
 }
 
 /// Whether some real run reaches the combination `targets` — one state per node, or `None` for a
@@ -91,7 +90,6 @@ pub(crate) fn verify<P: Protocol>(
     if found {
         Soundness::Sound(search.order)
     } else if search.out_of_budget {
-        counts.abandoned += 1;
         Soundness::Abandoned
     } else {
         Soundness::Unsound

@@ -1,0 +1,154 @@
+//! Local model checking on small protocols: preliminary violations that no run reaches are
+//! rejected by soundness verification (under each network discipline), sound ones are
+//! reported with a trace the simulator replays, local assertions discard states, and models
+//! the engine cannot check are refused with a reason.
+
+use foretell_check::{Check, Completion, LmcMode, LmcOptions, Report};
+use foretell_model::{
+    Budget, Driver, Faults, Model, ModelError, NetworkKind, NodeId, Out, Projection, Protocol, Simulator,
+    World,
+};
+use serde::{Deserialize, Serialize};
+
+/// Node 0, on its input, sends `A` then `B` to node 1, which records what it received, in
+/// order. With `strict`, node 1 asserts that `B` comes after `A`.
+struct Relay {
+    strict: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum Msg {
+    A,
+    B,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct State {
+    sent: bool,
+    received: Vec<Msg>,
+}
+
+impl Protocol for Relay {
+    type State = State;
+    type Msg = Msg;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> State {
+        State { sent: false, received: Vec::new() }
+    }
+
+    fn on_input(&self, _: NodeId, state: &mut State, _: &(), out: &mut Out<'_, Self>) {
+        state.sent = true;
+        out.send(NodeId(1), Msg::A);
+        out.send(NodeId(1), Msg::B);
+    }
+
+    fn on_message(&self, _: NodeId, state: &mut State, _: NodeId, msg: &Msg, out: &mut Out<'_, Self>) {
+        if self.strict && *msg == Msg::B {
+            out.require(state.received.contains(&Msg::A), "B after A");
+        }
+        state.received.push(msg.clone());
+    }
+}
+
+fn relay(network: NetworkKind, strict: bool) -> Model<Relay> {
+    Model::new(Relay { strict }).nodes(2).network(network).driver(Driver::new().input(NodeId(0), ()))
+}
+
+fn receiver(world: &World<Relay>) -> &State {
+    world.state(NodeId(1))
+}
+
+fn lmc(model: &Model<Relay>, mode: LmcMode) -> Report {
+    let report = Check::lmc(model).lmc_options(LmcOptions { mode, ..LmcOptions::default() }).run();
+    println!("{report}");
+    report
+}
+
+/// Node 1 holding a message while node 0 has not sent it is a combination of local states
+/// that no run reaches: a preliminary violation that soundness verification rejects.
+#[test]
+fn an_impossible_combination_is_rejected() {
+    let model = relay(NetworkKind::Unordered, false)
+        .always("received only what was sent", |w| w.state(NodeId(0)).sent || receiver(w).received.is_empty())
+        .projection("received only what was sent", Projection::flagged(|s: &State| !s.received.is_empty()));
+    for mode in [LmcMode::General, LmcMode::Projected] {
+        let report = lmc(&model, mode);
+        assert_eq!(report.completion, Completion::Exhausted);
+        assert!(report.violations.is_empty(), "{report}");
+        let stats = report.lmc.as_ref().expect("lmc statistics");
+        assert!(stats.preliminary_violations >= 1, "{report}");
+        assert_eq!(stats.unsound, stats.preliminary_violations, "{report}");
+        assert_eq!(stats.undecided, 0);
+    }
+    // The global search agrees that the property holds.
+    Check::bfs(&model).run().assert_holds("received only what was sent");
+}
+
+/// Locally, node 1 may take `B` before `A` whatever the network. On FIFO channels no run
+/// does, and soundness verification (which follows the model's discipline) says so; on an
+/// unordered network it is a real violation, reported with a trace that replays.
+#[test]
+fn soundness_follows_the_network_discipline() {
+    let in_order = |w: &World<Relay>| receiver(w).received.first() != Some(&Msg::B);
+    let fifo = relay(NetworkKind::FifoChannels, false).always("in order", in_order);
+    let report = lmc(&fifo, LmcMode::General);
+    assert!(report.violations.is_empty(), "{report}");
+    assert!(report.lmc.as_ref().unwrap().unsound >= 1, "{report}");
+    Check::bfs(&fifo).run().assert_holds("in order");
+
+    let udp = relay(NetworkKind::Unordered, false).always("in order", in_order);
+    let report = lmc(&udp, LmcMode::General);
+    let violation = report.assert_violated("in order");
+    assert_eq!(violation.trace.engine.as_deref(), Some("lmc"));
+    assert_eq!(violation.trace.steps.len(), 2, "{}", violation.trace.to_text(false));
+    Simulator::new(&udp).unwrap().replay(&violation.trace).expect("the trace replays");
+}
+
+/// A local state whose handler fails an assertion is discarded and counted, not reported
+/// (section 4.2: under LMC's delivery it most often means the state is invalid).
+#[test]
+fn a_failed_local_assertion_discards_the_state() {
+    let model = relay(NetworkKind::FifoChannels, true);
+    let report = lmc(&model, LmcMode::General);
+    assert_eq!(report.completion, Completion::Exhausted);
+    assert!(report.violations.is_empty(), "{report}");
+    let stats = report.lmc.as_ref().unwrap();
+    assert!(stats.discarded >= 1, "{report}");
+    assert!(stats.discarded_example.as_deref().is_some_and(|e| e.contains("B after A")), "{report}");
+    // Every local state of node 1 that survives has A first.
+    assert_eq!(stats.local_states, vec![2, 3]);
+}
+
+/// A bound on local events cuts the space and says so; the iterative bound raises it until
+/// nothing is cut. (Node 0 sends `A` twice on one path: the duplicate limit must allow it.)
+#[test]
+fn local_event_bounds_cut_and_iterate() {
+    let model = relay(NetworkKind::Unordered, false)
+        .driver(Driver::new().input(NodeId(0), ()).input(NodeId(0), ()))
+        .always("at most one A", |w| receiver(w).received.iter().filter(|m| **m == Msg::A).count() <= 1);
+    let bounded = Check::lmc(&model)
+        .lmc_options(LmcOptions { local_events: Some(1), duplicates: 1, ..LmcOptions::default() })
+        .run();
+    println!("{bounded}");
+    assert_eq!(bounded.completion, Completion::DepthBound);
+    assert!(bounded.violations.is_empty());
+    let iterative = Check::lmc(&model)
+        .lmc_options(LmcOptions { iterative: true, duplicates: 1, ..LmcOptions::default() })
+        .run();
+    println!("{iterative}");
+    let violation = iterative.assert_violated("at most one A");
+    Simulator::new(&model).unwrap().replay(&violation.trace).expect("the trace replays");
+    assert_eq!(iterative.lmc.as_ref().unwrap().bound, Some(2));
+}
+
+/// Resets act on the network, and a model with several initial worlds has no one start: the
+/// engine refuses both with a reason.
+#[test]
+fn unsupported_models_are_refused() {
+    let resets = relay(NetworkKind::Unordered, false).faults(Faults::none().resets(Budget::at_most(1)));
+    let error = Check::lmc(&resets).try_run().expect_err("resets are refused");
+    assert!(matches!(error, ModelError::EngineUnsupported { engine: "lmc", .. }), "{error}");
+    assert!(error.to_string().contains("resets"), "{error}");
+}
