@@ -52,6 +52,14 @@ pub enum Command {
         /// philosophers, and the fixed versions, as Markdown tables.
         #[arg(long, conflicts_with_all = ["large", "threads"])]
         lasso: bool,
+        /// Measure local model checking: Paxos with one proposal explored completely by the
+        /// global engines and by LMC (general and projected), then each engine's depth on two
+        /// proposals within `--seconds`, as Markdown tables.
+        #[arg(long, conflicts_with_all = ["large", "threads", "lasso", "liveness"])]
+        lmc: bool,
+        /// Seconds per engine on the two-proposal space for `--lmc`.
+        #[arg(long, default_value_t = 60, requires = "lmc", value_parser = clap::value_parser!(u64).range(1..))]
+        seconds: u64,
         /// Executions per method for `--lasso`.
         #[arg(long, default_value_t = 1000, requires = "lasso", value_parser = clap::value_parser!(u64).range(1..))]
         executions: u64,

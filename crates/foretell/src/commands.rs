@@ -26,6 +26,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Cluster(args) => crate::cluster_cmd::run(args),
         Command::Bench { runs, liveness: true, .. } => crate::bench_liveness::run(runs),
         Command::Bench { lasso: true, executions, .. } => crate::bench_lasso::run(executions),
+        Command::Bench { runs, lmc: true, seconds, .. } => crate::bench_lmc::run(runs, seconds),
         Command::Bench { runs, large, threads, .. } => {
             let threads: Vec<usize> = threads.into_iter().map(usize::from).collect();
             crate::bench::run(runs, large, &threads)

@@ -7,6 +7,7 @@
 mod bench;
 mod bench_lasso;
 mod bench_liveness;
+mod bench_lmc;
 mod cli;
 #[cfg(feature = "cluster")]
 mod cluster_cmd;

@@ -1,11 +1,14 @@
 //! System-state creation: LMC's `checkSystemInvariant` (section 4, and section 4.2's LMC-OPT).
 //!
 //! System states exist only to check invariants. Each is built when its newest local state is
-//! visited, from that state and every combination of the other nodes' states, so no
-//! combination is built twice. In the general form every combination is built. In the
-//! projected form a property with a [`Projection`] sorts each node's states by key, and a
-//! combination is built only when the keys it would combine could violate the property — for
-//! Paxos agreement, only when two nodes chose different values; properties without a
+//! visited, from that state and the other nodes' states, so no combination is built twice.
+//! In the general form every combination is built and checked. In the projected form a
+//! property with a [`Projection`] keeps each node's states by key (states without a key are not
+//! kept), and a new keyed state is combined only with the fewest other keyed states that could
+//! violate the property — for Paxos agreement, a state of another node that chose a different
+//! value; the nodes left out are free, for soundness verification to place in any state. Such
+//! a combination is a preliminary violation by the projection's rule; whether the property is
+//! really false is decided in the world soundness verification finds. Properties without a
 //! projection get the general form.
 
 use super::explore::{LocalSpace, StateId};

@@ -9,10 +9,11 @@
 //!
 //! Run it with [`crate::Check::lmc`] or `foretell check SYSTEM --engine lmc`. It starts from the
 //! model's one start world — its initial world or a scenario's end — so it can be restarted
-//! from live snapshots, and it stops at the first sound violation, at a time budget, or when
-//! the local space is exhausted (or at a bound on local states, [`crate::Check::states_max`]). Local events per node may be bounded, and the bound raised
-//! round by round from scratch (the paper's iterative bound); a message sent again on one path
-//! is explored at most `duplicates` more times (the paper's limit, 0 by default).
+//! from live snapshots. It stops at the first sound violation, at a time budget, at a bound on
+//! local states ([`crate::Check::states_max`]), or when the local space is exhausted. Local
+//! events per node may be bounded, and the bound raised round by round from scratch (the
+//! paper's iterative bound); a message sent again on one path is explored at most `duplicates`
+//! more times (the paper's limit, 0 by default).
 //!
 //! Not supported: node resets and socket errors (they act on the network, which local states
 //! do not have); lost messages need no fault, since a local state never has to consume one.

@@ -1,0 +1,67 @@
+//! `foretell check --engine lmc` end to end: Paxos's `last-promise` found from the paper's live
+//! state with LMC's counts in the JSON report and a trace that `replay` accepts; the correct
+//! version's one-proposal space exhausted; and misused flags as exit 2 with a reason.
+
+mod support;
+
+use support::{foretell, scratch, stdout};
+
+const LIVE: [&str; 10] = [
+    "check",
+    "paxos",
+    "--engine",
+    "lmc",
+    "--set",
+    "proposals=0:1,1:2",
+    "--set",
+    "resets=0",
+    "--from",
+    "live",
+];
+
+#[test]
+fn last_promise_is_found_from_the_live_state_and_replays() {
+    let dir = scratch("lmc");
+    let args: Vec<&str> = LIVE
+        .iter()
+        .copied()
+        .chain(["--bug", "last-promise", "--lmc-mode", "projected", "--json", "--trace-out", "lmc.json"])
+        .collect();
+    let output = foretell(&args, &dir);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report = support::json(&output.stdout);
+    assert_eq!(report["engine"], "lmc");
+    assert_eq!(report["properties"]["agreement"]["status"], "violated", "{report}");
+    assert_eq!(report["lmc"]["mode"], "projected", "{report}");
+    assert!(report["lmc"]["unsound"].as_u64().unwrap() > 0, "{report}");
+    let replay = foretell(&["replay", "lmc.json"], &dir);
+    assert_eq!(replay.status.code(), Some(0), "{replay:?}");
+    assert!(stdout(&replay).contains("\"agreement\" is violated"), "{replay:?}");
+}
+
+#[test]
+fn the_one_proposal_space_is_exhausted() {
+    let dir = scratch("lmc-one");
+    let args = ["check", "paxos", "--engine", "lmc", "--set", "proposals=0:1", "--set", "resets=0"];
+    let output = foretell(&args, &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = stdout(&output);
+    assert!(text.contains("every reachable world explored"), "{text}");
+    assert!(text.contains("local states 72/16/16 per node, 18 messages"), "{text}");
+}
+
+#[test]
+fn misused_flags_are_refused() {
+    let dir = scratch("lmc-flags");
+    let cases: [&[&str]; 4] = [
+        &["check", "paxos", "--lmc-mode", "projected"],
+        &["check", "paxos", "--engine", "lmc", "--set", "resets=0", "--max-depth", "3"],
+        &["check", "paxos", "--engine", "lmc", "--set", "resets=0", "--lmc-mode", "fast"],
+        &["check", "paxos", "--engine", "lmc"],
+    ];
+    for args in cases {
+        let output = foretell(args, &dir);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+        assert!(!output.stderr.is_empty(), "{args:?} gives a reason");
+    }
+}
