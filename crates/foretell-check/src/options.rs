@@ -28,6 +28,10 @@ impl EngineKind {
     pub const ALL: [EngineKind; 4] =
         [EngineKind::Bfs, EngineKind::Dfs, EngineKind::Stateless, EngineKind::Lmc];
 
+    /// The engines that explore worlds (all but LMC, which explores local states): they agree
+    /// on every count and report a handler's panic as a violation.
+    pub const GLOBAL: [EngineKind; 3] = [EngineKind::Bfs, EngineKind::Dfs, EngineKind::Stateless];
+
     /// The engine's name on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {

@@ -52,7 +52,7 @@ fn relay(panic_at: Option<u8>, require_below: Option<u8>) -> Model<Relay> {
 #[test]
 fn a_panicking_handler_is_a_violation_with_a_replayable_trace() {
     let model = relay(Some(3), None);
-    for engine in EngineKind::ALL {
+    for engine in EngineKind::GLOBAL {
         let options = foretell_check::CheckOptions { engine, ..Default::default() };
         let report = foretell_check::DynModel::check(&model, &options).unwrap();
         let violation = report.assert_violated("panic");
@@ -88,7 +88,7 @@ fn a_failed_local_assertion_is_a_violation() {
 #[test]
 fn engines_agree_and_choices_are_explored() {
     let model = relay(None, None).always("bounded", |w: &World<Relay>| w.states().all(|c| *c <= 5));
-    let counts: Vec<u64> = EngineKind::ALL
+    let counts: Vec<u64> = EngineKind::GLOBAL
         .into_iter()
         .map(|engine| {
             let options = foretell_check::CheckOptions { engine, ..Default::default() };
@@ -213,7 +213,7 @@ fn resets_break_connections_and_keep_the_clock() {
 fn depth_bounded_engines_agree() {
     let model = relay(None, None);
     for depth in 1..=4 {
-        let counts: Vec<u64> = EngineKind::ALL
+        let counts: Vec<u64> = EngineKind::GLOBAL
             .into_iter()
             .map(|engine| {
                 let options =
@@ -289,7 +289,7 @@ fn a_send_that_changes_nothing_here_still_changes_the_world_elsewhere() {
     assert_eq!(again.fingerprint(), sent.fingerprint(), "announcing twice changes nothing");
     let first_again = sim.step(&initial, announce, &mut FixedChoices::new(&[]), false).world;
     assert_eq!(first_again.fingerprint(), sent.fingerprint(), "the first announcement still sends");
-    for engine in EngineKind::ALL {
+    for engine in EngineKind::GLOBAL {
         let options = foretell_check::CheckOptions { engine, ..Default::default() };
         let report = foretell_check::DynModel::check(&model, &options).unwrap();
         assert_eq!(report.stats.unique_states, 4, "{engine}: initial, sent, heard once, heard twice");

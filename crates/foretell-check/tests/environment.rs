@@ -230,7 +230,7 @@ fn every_engine_starts_from_a_scenario() {
     let model = greeters(2)
         .start_from(greeted(2))
         .always("fewer than three greetings", |w: &World<Greeter>| w.states().all(|n| n.greetings < 2));
-    for engine in EngineKind::ALL {
+    for engine in EngineKind::GLOBAL {
         let options = CheckOptions { engine, ..Default::default() };
         let report = model.check(&options).unwrap();
         let violation = report.violation("fewer than three greetings").unwrap_or_else(|| panic!("{report}"));

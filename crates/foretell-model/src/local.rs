@@ -130,7 +130,7 @@ impl<P: Protocol> Simulator<'_, P> {
         into.extend((0..local.slot.timers.len() as u32).map(LocalAction::Timer));
         let driver = self.model().input_driver();
         let mine = |&(i, (n, _)): &(usize, &(NodeId, P::Input))| {
-            *n == node && { local.pending & (1 << i) != 0 && driver.may_give(i, local.pending) }
+            *n == node && local.pending & (1 << i) != 0 && driver.may_give(i, local.pending)
         };
         into.extend(driver.once.iter().enumerate().filter(mine).map(|(i, _)| LocalAction::Input(i as u32)));
         let spontaneous = driver.spontaneous.iter().enumerate().filter(|(_, (n, _))| *n == node);

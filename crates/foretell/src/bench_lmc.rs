@@ -93,7 +93,7 @@ pub fn run(runs: u32, seconds: u64) -> Result<ExitCode> {
             None => (last.stats.unique_states.to_string(), "-".into()),
         };
         println!(
-            "| {} | {:.4} | {} | {} | {} | {} | {:.1}x | {} |",
+            "| {} | {:.6} | {} | {} | {} | {} | {:.1}x | {} |",
             engine.label,
             median,
             last.stats.transitions,
