@@ -247,8 +247,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         self.stats.unsound += verdicts.unsound.len() as u64 - undecided;
         self.stats.undecided += undecided;
         self.note_space(&space, combiner);
-        let violation =
-            verdicts.sound.and_then(|(candidate, order)| self.violation(&space, &candidate, &order));
+        let violation = verdicts.sound.map(|order| self.violation(&space, &order));
         (violation, space.bounded)
     }
 
@@ -270,15 +269,13 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         s.system_states += combiner.built;
     }
 
-    /// The violation of `candidate`, with the global trace of `order` re-executed by the
-    /// ordinary simulator; `None` if it does not re-execute into the violation (then the
-    /// preliminary violation counts as unsound).
-    fn violation(
-        &mut self,
-        space: &LocalSpace<'_, '_, P>,
-        candidate: &Preliminary,
-        order: &[(NodeId, SeqEvent)],
-    ) -> Option<Violation> {
+    /// The violation soundness verification found, with the global trace of its `order`
+    /// re-executed by the ordinary simulator.
+    ///
+    /// # Panics
+    /// If the order does not re-execute into a violation: an engine bug, since soundness
+    /// verification follows the simulator's own semantics.
+    fn violation(&mut self, space: &LocalSpace<'_, '_, P>, order: &[(NodeId, SeqEvent)]) -> Violation {
         let sim = self.sim;
         let mut world = self.start.clone();
         let mut steps: Vec<(Action, Vec<usize>)> = Vec::with_capacity(order.len());
@@ -290,23 +287,21 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
                 Step::Local(action) => action.event(),
             };
             let global = sim.local_event(node, &states[pred.from as usize].local, local_event);
-            let action = sim.find_action(&world, &global)?;
+            let action = sim.find_action(&world, &global).expect("a sound order's event is enabled");
             let mut chooser = FixedChoices::new(&pred.choices);
             let outcome = sim.step(&world, action, &mut chooser, false);
-            chooser.finish().ok()?;
+            chooser.finish().expect("a sound order's choices re-execute");
             world = outcome.world;
             steps.push((action, pred.choices.to_vec()));
         }
         let trace = self.trace(&steps);
-        let verdict = trace.verdict.as_ref()?;
-        let expected = sim.model().properties()[candidate.property].name();
-        debug_assert_eq!(verdict.property, expected, "the replay ends in the preliminary violation");
-        Some(Violation {
+        let verdict = trace.verdict.as_ref().expect("a sound order ends in a violation");
+        Violation {
             property: verdict.property.clone(),
             kind: verdict.kind,
             message: verdict.message.clone(),
             trace,
-        })
+        }
     }
 
     /// The trace of `steps` from the start world.
@@ -413,8 +408,8 @@ struct Verdicts {
     /// Not shown reachable so far, each with whether its last verification ran out of budget
     /// (undecided) rather than showing it unreachable.
     unsound: Vec<(Preliminary, bool)>,
-    /// The first sound one, with its interleaving.
-    sound: Option<(Preliminary, Vec<(NodeId, SeqEvent)>)>,
+    /// The interleaving that reaches the first sound one.
+    sound: Option<Vec<(NodeId, SeqEvent)>>,
 }
 
 impl Verdicts {
@@ -430,7 +425,7 @@ impl Verdicts {
         self.preliminary += 1;
         match verify(space, sim, &candidate, budget, stopper, &mut self.counts) {
             Soundness::Sound(order) => {
-                self.sound = Some((candidate, order));
+                self.sound = Some(order);
                 ControlFlow::Break(())
             }
             Soundness::Unsound => {
@@ -455,7 +450,8 @@ impl Verdicts {
         for at in 0..self.unsound.len() {
             match verify(space, sim, &self.unsound[at].0, budget, stopper, &mut self.counts) {
                 Soundness::Sound(order) => {
-                    self.sound = Some((self.unsound.swap_remove(at).0, order));
+                    self.unsound.swap_remove(at);
+                    self.sound = Some(order);
                     return ControlFlow::Break(());
                 }
                 Soundness::Unsound => self.unsound[at].1 = false,
