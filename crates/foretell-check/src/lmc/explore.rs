@@ -11,10 +11,10 @@
 //! messages the event produced, the handler's choices) — several when several paths reach it.
 //!
 //! One pruning the paper does not name, sound and complete: a message a node sends itself
-//! (after the start) is applied only to states whose path sent it, since in any real run its sending precedes its
-//! delivery on that node's own sequence. Without it, a node that "receives" its own future
-//! message (a Paxos leader its own prepare, before it proposes) starts rounds no run has, and
-//! their messages snowball.
+//! (after the start) is applied only to states whose path sent it, since in any real run its
+//! sending precedes its delivery on that node's own sequence. Without it, a node that
+//! "receives" its own future message (a Paxos leader its own prepare, before it proposes)
+//! starts rounds no run has, and their messages snowball.
 //!
 //! Departures, as in the paper's prototype: an event that leaves the state unchanged adds its
 //! messages to `I+` but no predecessor pointer (self-references are not followed); a local
