@@ -242,30 +242,29 @@ pub fn model(proposals: &[(NodeId, Value)], resets: u32, bug: Bug) -> Model<Paxo
         .sometimes("value chosen", |w| w.states().any(|s| s.chosen.is_some()))
 }
 
-/// The proposals of the [`live`] scenario: node 0 proposes 1, node 1 proposes 2.
+/// The paper's numbering of the [`live`] scenario: node 0 proposes 1, node 1 proposes 2.
 pub const LIVE_PROPOSALS: &str = "0:1,1:2";
 
-/// LMC's live state (section 5.5): node 0 proposed 1 and nodes 0 and 1 accepted it, but only
-/// node 0 learned it — node 2's accept and the other learns are still in flight ("lost"), and
-/// node 1 has not proposed yet. `None` unless the proposals are [`LIVE_PROPOSALS`].
+/// LMC's live state (section 5.5) for two proposals `A:V1,B:V2`: node A proposed V1 and nodes A
+/// and B accepted it, but only A learned it — the third node's accept and the other learns are
+/// still in flight ("lost"), and B has not proposed yet. `None` unless there are exactly two
+/// proposals.
 pub fn live(proposals: &[(NodeId, Value)]) -> Option<Scenario<Paxos>> {
-    let expected = parse_proposals(LIVE_PROPOSALS).expect("valid");
-    if proposals != expected.as_slice() {
-        return None;
-    }
-    let round = Round { counter: 1, node: 0 };
-    let deliver = |from: u32, to: u32, msg: Msg| Event::Deliver { from: NodeId(from), to: NodeId(to), msg };
+    let &[(a, value), (b, _)] = proposals else { return None };
+    let round = Round { counter: 1, node: a.0 };
+    let c = NodeId::all(NODES).find(|n| *n != a && *n != b).expect("three nodes");
+    let deliver = |from: NodeId, to: NodeId, msg: Msg| Event::Deliver { from, to, msg };
     let steps = [
-        Event::Input { node: NodeId(0), input: Input::Propose(1) },
-        deliver(0, 0, Msg::Prepare(round)),
-        deliver(0, 1, Msg::Prepare(round)),
-        deliver(0, 2, Msg::Prepare(round)),
-        deliver(0, 0, Msg::Promise(round, None)),
-        deliver(1, 0, Msg::Promise(round, None)),
-        deliver(0, 0, Msg::Accept(round, 1)),
-        deliver(0, 1, Msg::Accept(round, 1)),
-        deliver(0, 0, Msg::Learn(round, 1)),
-        deliver(1, 0, Msg::Learn(round, 1)),
+        Event::Input { node: a, input: Input::Propose(value) },
+        deliver(a, a, Msg::Prepare(round)),
+        deliver(a, b, Msg::Prepare(round)),
+        deliver(a, c, Msg::Prepare(round)),
+        deliver(a, a, Msg::Promise(round, None)),
+        deliver(b, a, Msg::Promise(round, None)),
+        deliver(a, a, Msg::Accept(round, value)),
+        deliver(a, b, Msg::Accept(round, value)),
+        deliver(a, a, Msg::Learn(round, value)),
+        deliver(b, a, Msg::Learn(round, value)),
     ];
     Some(steps.into_iter().fold(Scenario::new("live"), Scenario::then))
 }
@@ -337,7 +336,7 @@ fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
             crate::ConfigError::BadValue {
                 name: "proposals".into(),
                 value: text.into(),
-                reason: format!("scenario live needs proposals={LIVE_PROPOSALS}"),
+                reason: "scenario live needs exactly two proposals".into(),
             }
         }
         (_, error) => error,
@@ -347,8 +346,9 @@ fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
 
 const SCENARIOS: &[ScenarioInfo] = &[ScenarioInfo {
     name: "live",
-    help: "LMC section 5.5's live state (proposals=0:1,1:2): node 0's value 1 is accepted by nodes 0 and 1 \
-           and learned by node 0 only; node 1 has yet to propose 2",
+    help:
+        "LMC section 5.5's live state for two proposals A:V1,B:V2: A's value V1 is accepted by A and B and \
+           learned by A only; B has yet to propose V2",
 }];
 
 /// The registry entry.
