@@ -12,11 +12,10 @@
 //! projection get the general form.
 
 use super::explore::{LocalSpace, StateId};
-use super::Stopper;
+use super::{is_false, Stopper};
 use foretell_model::{NodeId, Projection, Property, PropertyKind, Protocol, Simulator};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// How system states are built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -159,12 +158,8 @@ impl<P: Protocol> Target<P> {
                 return ControlFlow::Break(());
             }
             *built += 1;
-            let world =
-                sim.join(states.iter().enumerate().map(|(n, &s)| &space.nodes[n].states[s as usize].local));
-            let false_one =
-                self.properties.iter().copied().find(|&i| {
-                    !catch_unwind(AssertUnwindSafe(|| properties[i].holds(&world))).unwrap_or(false)
-                });
+            let world = space.world(states);
+            let false_one = self.properties.iter().copied().find(|&i| is_false(&properties[i], &world));
             match false_one {
                 Some(property) => {
                     violated(Preliminary { states: states.iter().map(|&s| Some(s)).collect(), property })

@@ -24,7 +24,7 @@
 
 use foretell_model::{
     ChoiceOdometer, Chooser, Envelope, LocalAction, LocalEvent, LocalState, NodeId, Protocol, Simulator,
-    StepViolation,
+    StepViolation, World,
 };
 use rustc_hash::FxHashMap;
 use std::ops::ControlFlow;
@@ -179,6 +179,11 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     /// The total number of local states.
     pub(crate) fn state_count(&self) -> u64 {
         self.nodes.iter().map(|n| n.states.len() as u64).sum()
+    }
+
+    /// The system state of `states` (one per node).
+    pub(crate) fn world(&self, states: &[StateId]) -> World<P> {
+        self.sim.join(states.iter().enumerate().map(|(n, &s)| &self.nodes[n].states[s as usize].local))
     }
 
     /// Calls `fresh` on every start state, as on a newly visited one.

@@ -31,7 +31,8 @@ use crate::{CheckOptions, Completion, EngineKind, PropertyReport, Report, Stats,
 use combine::{Combiner, Preliminary};
 use explore::{LocalSpace, StateId, Step};
 use foretell_model::{
-    Action, FixedChoices, LocalEvent, ModelError, NodeId, PropertyKind, Protocol, Simulator, Trace, World,
+    Action, FixedChoices, LocalEvent, ModelError, NodeId, Property, PropertyKind, Protocol, Simulator, Trace,
+    World,
 };
 use serde::{Deserialize, Serialize};
 use soundness::{SeqEvent, Soundness, SoundnessCounts};
@@ -362,13 +363,15 @@ fn verify<P: Protocol>(
     counts: &mut SoundnessCounts,
 ) -> Soundness {
     let property = &sim.model().properties()[candidate.property];
-    let goal = |states: &[StateId]| {
-        let world =
-            sim.join(states.iter().enumerate().map(|(n, &s)| &space.nodes[n].states[s as usize].local));
-        !catch_unwind(AssertUnwindSafe(|| property.holds(&world))).unwrap_or(false)
-    };
+    let goal = |states: &[StateId]| is_false(property, &space.world(states));
     let kind = sim.model().network_kind();
     soundness::verify(space, kind, &candidate.states, &goal, budget, stopper, counts)
+}
+
+/// Whether `property` is false in `world` (a predicate that panics counts as false, as in the
+/// global engines).
+pub(crate) fn is_false<P: Protocol>(property: &Property<P>, world: &World<P>) -> bool {
+    !catch_unwind(AssertUnwindSafe(|| property.holds(world))).unwrap_or(false)
 }
 
 /// Stops a run at its deadline or when it is interrupted: asked often, it looks at the clock
