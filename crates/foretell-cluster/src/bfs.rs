@@ -27,7 +27,7 @@
 //!
 //! Worlds travel with their paths ([`crate::path`]); global worker 0 rebuilds the trace.
 
-use crate::launch::{self, wait_until, Local};
+use crate::launch::{self, wait_until, LeakOnUnwind, Local};
 use crate::path::{self, Finding, Root};
 use crate::rounds::Rounds;
 use crate::{ClusterConfig, ClusterError};
@@ -399,7 +399,7 @@ fn world_exchange(
     worker: &mut Worker,
     inbox: Rc<RefCell<Inbox>>,
     workers: usize,
-) -> (InputHandleVec<u64, Shipped>, ProbeHandle<u64>) {
+) -> (LeakOnUnwind<InputHandleVec<u64, Shipped>>, ProbeHandle<u64>) {
     let mut input = InputHandleVec::new();
     let probe = ProbeHandle::new();
     worker.dataflow::<u64, _, _>(|scope| {
@@ -425,7 +425,7 @@ fn world_exchange(
             )
             .probe_with(&probe);
     });
-    (input, probe)
+    (LeakOnUnwind::new(input), probe)
 }
 
 /// A stop this process asks for: the interrupt, the time bound, the memory budget.

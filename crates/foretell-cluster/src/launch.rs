@@ -57,6 +57,41 @@ pub(crate) fn wait_until(
     Ok(())
 }
 
+/// A value that is dropped normally, but leaked if its thread unwinds.
+///
+/// Dropping a timely input handle flushes its buffers to the other processes. When a worker
+/// unwinds it is usually because a connection broke, and that flush would panic a second time,
+/// which aborts the whole process instead of reporting the lost connection. Input handles are
+/// held in this wrapper for that reason.
+pub(crate) struct LeakOnUnwind<T>(Option<T>);
+
+impl<T> LeakOnUnwind<T> {
+    pub(crate) fn new(value: T) -> Self {
+        LeakOnUnwind(Some(value))
+    }
+}
+
+impl<T> std::ops::Deref for LeakOnUnwind<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0.as_ref().expect("the value is present until the wrapper is dropped")
+    }
+}
+
+impl<T> std::ops::DerefMut for LeakOnUnwind<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0.as_mut().expect("the value is present until the wrapper is dropped")
+    }
+}
+
+impl<T> Drop for LeakOnUnwind<T> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            std::mem::forget(self.0.take());
+        }
+    }
+}
+
 /// The error of a worker that stops because another worker of its process failed.
 fn echo() -> ClusterError {
     ClusterError::Worker("another worker of this process failed".into())

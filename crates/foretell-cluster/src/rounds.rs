@@ -5,7 +5,7 @@
 //! violation or a bound, expand the next level, merge the counts) without a barrier of their
 //! own: each worker decides from the same set of summaries with the same deterministic rule.
 
-use crate::launch::{wait_until, Local};
+use crate::launch::{wait_until, LeakOnUnwind, Local};
 use crate::ClusterError;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,7 +20,7 @@ use timely::ExchangeData;
 
 /// One worker's end of the summary broadcast.
 pub(crate) struct Rounds<S: ExchangeData + Clone> {
-    input: InputHandleVec<u64, S>,
+    input: LeakOnUnwind<InputHandleVec<u64, S>>,
     probe: ProbeHandle<u64>,
     /// Summaries received, with their round: a fast worker's next summary may arrive before
     /// this worker has read the current round's.
@@ -49,7 +49,7 @@ impl<S: ExchangeData + Clone> Rounds<S> {
                 })
                 .probe_with(&probe);
         });
-        Rounds { input, probe, received }
+        Rounds { input: LeakOnUnwind::new(input), probe, received }
     }
 
     /// Broadcasts `mine` as this worker's summary of `round` and returns every worker's summary
