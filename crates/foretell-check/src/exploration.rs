@@ -4,7 +4,9 @@
 //! An engine owns only its frontier (a queue, a stack, a re-executed path) and calls
 //! [`Exploration::examine`] on each new world and [`Exploration::should_stop`] between worlds.
 
-use crate::{CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Violation};
+use crate::{
+    resident_bytes, CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Violation,
+};
 use foretell_model::{Action, FixedChoices, PropertyKind, Protocol, Simulator, StepViolation, World};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -257,12 +259,4 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             lmc: None,
         }
     }
-}
-
-/// The process's resident memory in bytes (Linux: `/proc/self/statm`); `None` elsewhere, where
-/// a memory budget is not enforced.
-fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
 }

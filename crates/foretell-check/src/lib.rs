@@ -35,6 +35,7 @@ mod fingerprint_set;
 mod lasso;
 mod liveness;
 mod lmc;
+mod memory;
 mod options;
 mod report;
 
@@ -49,6 +50,7 @@ pub use liveness::{
     LivenessReport, LivenessSink, LivenessStats, LivenessVerdict, Prefix,
 };
 pub use lmc::{LmcMode, LmcOptions, LmcStats};
+pub use memory::{peak_resident_bytes, resident_bytes};
 pub use options::{
     parse_bytes, CheckOptions, EngineKind, FingerprintBits, Interrupt, Memory, Progress, ProgressSink,
     Pruning,

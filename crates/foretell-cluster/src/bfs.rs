@@ -32,7 +32,8 @@ use crate::path::{self, Finding, Root};
 use crate::rounds::Rounds;
 use crate::{ClusterConfig, ClusterError};
 use foretell_check::{
-    CheckOptions, Completion, EngineKind, FingerprintBits, Memory, Progress, PropertyReport, Report, Stats,
+    resident_bytes, CheckOptions, Completion, EngineKind, FingerprintBits, Memory, Progress, PropertyReport,
+    Report, Stats,
 };
 use foretell_model::{
     Fingerprint, Model, PropertyKind, Protocol, Simulator, StepViolation, World, WorldDecoder,
@@ -514,14 +515,6 @@ fn report<P: Protocol>(
         omission: None,
         lmc: None,
     })
-}
-
-/// The process's resident memory in bytes (Linux: `/proc/self/statm`); `None` elsewhere, where
-/// a memory budget is not enforced.
-fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 mod table;
 
 use clap::{Parser, Subcommand};
-use foretell_vs_stateright::measure::{self, peak_rss_bytes, Engine, Family, Measurement, Spec, Tool};
+use foretell_check::peak_resident_bytes;
+use foretell_vs_stateright::measure::{self, Engine, Family, Measurement, Spec, Tool};
 use std::process::{Command as Process, ExitCode, Stdio};
 use table::{Row, Samples};
 
@@ -153,7 +154,7 @@ fn one(tool: Tool, spec: Spec, engine: Engine, threads: usize) -> Result<ExitCod
     }
     let m = measure::run(tool, spec, engine, threads);
     // Read after the check: the peak of the whole run.
-    let m = Measurement { peak_rss_bytes: peak_rss_bytes(), ..m };
+    let m = Measurement { peak_rss_bytes: peak_resident_bytes(), ..m };
     println!("{}", serde_json::to_string(&m).map_err(|e| e.to_string())?);
     Ok(ExitCode::SUCCESS)
 }

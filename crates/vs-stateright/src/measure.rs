@@ -190,12 +190,3 @@ where
     let seconds = start.elapsed().as_secs_f64();
     Measurement { states: states as u64, seconds, peak_rss_bytes: None }
 }
-
-/// This process's peak resident set size in bytes, from `VmHWM` in `/proc/self/status`
-/// (`None` where that file does not exist).
-pub fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kb * 1024)
-}

@@ -317,7 +317,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let seconds = self.started.elapsed().as_secs_f64();
         self.stats.soundness_checks = self.soundness.checks;
         self.stats.positions = self.soundness.positions;
-        self.stats.peak_memory = peak_memory();
+        self.stats.peak_memory = crate::peak_resident_bytes();
         let completion = match (&found, self.stopper.stop.get()) {
             (Some(_), _) => Completion::Violation,
             (None, Some(stop)) => stop,
@@ -463,14 +463,6 @@ impl Verdicts {
         }
         ControlFlow::Continue(())
     }
-}
-
-/// The process's peak resident memory (Linux: `VmHWM` in `/proc/self/status`).
-fn peak_memory() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 impl std::fmt::Display for LmcStats {
