@@ -174,7 +174,7 @@ impl<P: Protocol> Simulator<'_, P> {
         let call = match event {
             LocalEvent::Deliver(envelope) => {
                 assert_eq!(envelope.to, node, "a message is delivered to its destination");
-                Call::<P>::Message(envelope.from, Arc::new(envelope.clone()))
+                Call::<P>::Message(envelope)
             }
             LocalEvent::Timer(t) => Call::Timer(timers.remove(t as usize)),
             LocalEvent::Input(i) => {
@@ -191,8 +191,8 @@ impl<P: Protocol> Simulator<'_, P> {
         let nothing = Network::new(self.model().network_kind());
         let mut out = self.out(node, &mut timers, &mut clock, chooser, false, &nothing);
         let result = catch_unwind(AssertUnwindSafe(|| match call {
-            Call::Message(from, envelope) => {
-                protocol.on_message(node, &mut state, from, &envelope.msg, &mut out)
+            Call::Message(envelope) => {
+                protocol.on_message(node, &mut state, envelope.from, &envelope.msg, &mut out)
             }
             Call::Timer(timer) => protocol.on_timer(node, &mut state, &timer, &mut out),
             Call::Input(input) => protocol.on_input(node, &mut state, input, &mut out),

@@ -290,7 +290,7 @@ impl Chooser for FixedChoices<'_> {
 
 /// What a handler-running step asks the protocol to do.
 pub(crate) enum Call<'w, P: Protocol> {
-    Message(NodeId, Arc<Envelope<P::Msg>>),
+    Message(&'w Envelope<P::Msg>),
     Timer(P::Timer),
     Input(&'w P::Input),
     TransportError(NodeId),
@@ -759,6 +759,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let mut pending = world.pending;
         let mut faults = world.faults_used;
         let mut network = None;
+        // The delivered message, which the handler borrows.
+        let delivered;
         let (node, call) = match action {
             Action::Drop(i) => {
                 let mut next = (*world.network).clone();
@@ -779,12 +781,12 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 return (self.network_effect(world, next, faults, event), false);
             }
             Action::Deliver(i) => {
-                let envelope = if world.network.kind().consumes() {
+                delivered = if world.network.kind().consumes() {
                     network.insert((*world.network).clone()).deliver(i as usize)
                 } else {
                     Arc::clone(&world.network.messages()[i as usize])
                 };
-                (envelope.to, Call::Message(envelope.from, envelope))
+                (delivered.to, Call::Message(&delivered))
             }
             Action::TransportError(i) => {
                 let (node, peer) = network.insert((*world.network).clone()).take_error(i as usize);
@@ -872,8 +874,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let seen = network.as_ref().unwrap_or(&world.network);
         let mut out = self.out(me, &mut timers, &mut clock, chooser, logs, seen);
         let result = catch_unwind(AssertUnwindSafe(|| match call {
-            Call::Message(from, envelope) => {
-                protocol.on_message(me, &mut state, from, &envelope.msg, &mut out)
+            Call::Message(envelope) => {
+                protocol.on_message(me, &mut state, envelope.from, &envelope.msg, &mut out)
             }
             Call::Timer(timer) => protocol.on_timer(me, &mut state, &timer, &mut out),
             Call::Input(input) => protocol.on_input(me, &mut state, input, &mut out),
