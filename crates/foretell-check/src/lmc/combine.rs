@@ -104,21 +104,19 @@ impl<P: Protocol> Combiner<P> {
         violated: &mut impl FnMut(Preliminary) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let local = &space.nodes[node.index()].states[state as usize].local;
+        let mut built = 0u64;
+        let mut flow = ControlFlow::Continue(());
         for target in &mut self.targets {
             let key = target.projection.as_ref().map_or(Some(0), |p| p.key(local.state()));
             if key.is_some() {
                 target.groups[node.index()].entry(key).or_default().push(state);
             }
-        }
-        let mut built = 0u64;
-        let mut flow = ControlFlow::Continue(());
-        for target in &self.targets {
-            flow = match &target.projection {
-                None => target.general(space, sim, node, state, stopper, &mut built, violated),
-                Some(projection) => match projection.key(local.state()) {
-                    Some(key) => target.keyed(projection, node, state, key, &mut built, violated),
-                    None => ControlFlow::Continue(()),
-                },
+            flow = match (&target.projection, key) {
+                (None, _) => target.general(space, sim, node, state, stopper, &mut built, violated),
+                (Some(projection), Some(key)) => {
+                    target.keyed(projection, node, state, key, &mut built, violated)
+                }
+                (Some(_), None) => ControlFlow::Continue(()),
             };
             if flow.is_break() {
                 break;

@@ -286,20 +286,24 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             self.discarded_example.get_or_insert(violation);
             return ControlFlow::Continue(());
         }
-        let mut sent = source.sent.clone();
-        let produced: Box<[MsgId]> = outcome
-            .sent
-            .into_iter()
-            .map(|envelope| {
-                let copy = bump(&mut sent, envelope.hash());
-                self.intern(envelope, copy)
-            })
-            .collect();
-        let source = &self.nodes[node.index()].states[from as usize];
-        let next_hash = outcome.next.hash();
-        if next_hash == source.local.hash() {
+        let unchanged = outcome.next.hash() == source.local.hash();
+        // A message's copy number counts its sendings on the source's first path and earlier
+        // in this step.
+        let mut produced = Vec::with_capacity(outcome.sent.len());
+        for envelope in outcome.sent {
+            let hash = envelope.hash();
+            let source = &self.nodes[node.index()].states[from as usize];
+            let before =
+                source.sent.binary_search_by_key(&hash, |&(h, _)| h).map_or(0, |at| source.sent[at].1);
+            let earlier =
+                produced.iter().filter(|&&id| self.messages[id as usize].envelope.hash() == hash).count();
+            produced.push(self.intern(envelope, before + earlier as u32));
+        }
+        if unchanged {
             return ControlFlow::Continue(()); // a self-reference: not followed
         }
+        let next_hash = outcome.next.hash();
+        let produced = produced.into_boxed_slice();
         let pred = Pred { from, step, produced, choices: outcome.choices.into_boxed_slice() };
         let states = &mut self.nodes[node.index()];
         if let Some(&existing) = states.index.get(&next_hash) {
@@ -312,7 +316,14 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             return ControlFlow::Continue(());
         }
         let source = &states.states[from as usize];
-        let mut history = source.history.clone();
+        // Room for what this step adds, so that the insertions do not reallocate.
+        let mut sent = Vec::with_capacity(source.sent.len() + pred.produced.len());
+        sent.extend_from_slice(&source.sent);
+        for &id in &*pred.produced {
+            bump(&mut sent, self.messages[id as usize].envelope.hash());
+        }
+        let mut history = Vec::with_capacity(source.history.len() + 1);
+        history.extend_from_slice(&source.history);
         if let Step::Deliver(m) = step {
             let at = history.binary_search(&m).unwrap_err();
             history.insert(at, m);
