@@ -35,7 +35,7 @@ use foretell_model::{
     World,
 };
 use serde::{Deserialize, Serialize};
-use soundness::{SeqEvent, Soundness, SoundnessCounts};
+use soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
 use std::cell::{Cell, RefCell};
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -207,7 +207,8 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let mut space =
             LocalSpace::new(sim, locals, in_flight.into_iter(), bound, self.options.lmc.duplicates);
         let budget = self.options.lmc.soundness_budget.max(1);
-        let verdicts = RefCell::new(Verdicts { counts: self.soundness, ..Verdicts::default() });
+        let verdicts =
+            RefCell::new(Verdicts { verifier: Verifier::new(self.soundness), ..Verdicts::default() });
         let stopper = &self.stopper;
         let states_max = self.options.states_max;
         let mut fresh = |space: &LocalSpace<'_, '_, P>, node: NodeId, state: StateId| -> ControlFlow<()> {
@@ -242,7 +243,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             }
         }
         let verdicts = verdicts.into_inner();
-        self.soundness = verdicts.counts;
+        self.soundness = verdicts.verifier.counts;
         self.stats.preliminary_violations += verdicts.preliminary;
         let undecided = verdicts.unsound.iter().filter(|(_, undecided)| *undecided).count() as u64;
         self.stats.unsound += verdicts.unsound.len() as u64 - undecided;
@@ -360,12 +361,12 @@ fn verify<P: Protocol>(
     candidate: &Preliminary,
     budget: u64,
     stopper: &Stopper,
-    counts: &mut SoundnessCounts,
+    verifier: &mut Verifier,
 ) -> Soundness {
     let property = &sim.model().properties()[candidate.property];
     let goal = |states: &[StateId]| is_false(property, &space.world(states));
     let kind = sim.model().network_kind();
-    soundness::verify(space, kind, &candidate.states, &goal, budget, stopper, counts)
+    verifier.verify(space, kind, &candidate.states, &goal, budget, stopper)
 }
 
 /// Whether `property` is false in `world` (a predicate that panics counts as false, as in the
@@ -406,7 +407,7 @@ impl Stopper {
 /// The preliminary violations of one exploration and what soundness verification made of them.
 #[derive(Default)]
 struct Verdicts {
-    counts: SoundnessCounts,
+    verifier: Verifier,
     preliminary: u64,
     /// Not shown reachable so far, each with whether its last verification ran out of budget
     /// (undecided) rather than showing it unreachable.
@@ -426,7 +427,7 @@ impl Verdicts {
         candidate: Preliminary,
     ) -> ControlFlow<()> {
         self.preliminary += 1;
-        match verify(space, sim, &candidate, budget, stopper, &mut self.counts) {
+        match verify(space, sim, &candidate, budget, stopper, &mut self.verifier) {
             Soundness::Sound(order) => {
                 self.sound = Some(order);
                 ControlFlow::Break(())
@@ -451,7 +452,7 @@ impl Verdicts {
         stopper: &Stopper,
     ) -> ControlFlow<()> {
         for at in 0..self.unsound.len() {
-            match verify(space, sim, &self.unsound[at].0, budget, stopper, &mut self.counts) {
+            match verify(space, sim, &self.unsound[at].0, budget, stopper, &mut self.verifier) {
                 Soundness::Sound(order) => {
                     self.unsound.swap_remove(at);
                     self.sound = Some(order);

@@ -16,13 +16,20 @@
 //! predecessor pointer, not only the first path's) without enumerating sequences whose count
 //! grows exponentially with depth — the cost the paper names as LMC's bottleneck (section 5.3).
 //!
+//! Verifications follow one another by the hundred thousand on the harder spaces, so the
+//! [`Verifier`] keeps what does not change between them: a free node's forward edges (until the
+//! node gains states or pointers) and each message's queue. A position's memo key mixes raw
+//! numbers rather than a canonical encoding, since it never leaves the search.
+//!
 //! The network discipline is the model's: an unordered network is a multiset; a FIFO channel
 //! (or inbox) offers only its oldest message; a grow-only network never loses one.
 
 use super::explore::{LocalSpace, MsgId, StateId, Step};
 use super::Stopper;
-use foretell_model::{FingerprintHasher, NetworkKind, NodeId, Protocol};
+use foretell_model::{NetworkKind, NodeId, Protocol};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::ops::Range;
+use std::rc::Rc;
 
 /// One event of a node: the state it leads to and which of that state's predecessors it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,50 +56,123 @@ pub(crate) struct SoundnessCounts {
     pub(crate) positions: u64,
 }
 
-/// Whether some real run reaches the combination `targets` — one state per node, or `None` for a
-/// free node, which may be in any state — in a world where `goal` (given every node's state)
-/// holds, examining at most `budget` positions.
-pub(crate) fn verify<P: Protocol>(
-    space: &LocalSpace<'_, '_, P>,
-    kind: NetworkKind,
-    targets: &[Option<StateId>],
-    goal: &dyn Fn(&[StateId]) -> bool,
-    budget: u64,
-    stopper: &Stopper,
-    counts: &mut SoundnessCounts,
-) -> Soundness {
-    counts.checks += 1;
-    // Per node, the forward edges among the states that can still reach the target.
-    let mut forward = Vec::with_capacity(targets.len());
-    for (node, &target) in targets.iter().enumerate() {
-        match forward_edges(space, node, target) {
-            Some(edges) => forward.push(edges),
-            None => return Soundness::Unsound, // the target is not reachable from the start
+/// Soundness verification across the preliminary violations of one exploration: its counts,
+/// and what stays valid from one verification to the next while the local space does not
+/// change (the forward edges of free nodes, the queue of each message).
+#[derive(Default)]
+pub(crate) struct Verifier {
+    pub(crate) counts: SoundnessCounts,
+    /// Per node: every forward edge, for the node when it is free, with the space's version
+    /// it was built for.
+    free: Vec<Option<(SpaceVersion, Rc<Edges>)>>,
+    /// Per message of `I+`: the queue it waits in (destination, and sender on FIFO channels).
+    queues: Vec<u32>,
+}
+
+impl Verifier {
+    /// A verifier that goes on from `counts`.
+    pub(crate) fn new(counts: SoundnessCounts) -> Self {
+        Verifier { counts, ..Verifier::default() }
+    }
+
+    /// Whether some real run reaches the combination `targets` — one state per node, or `None`
+    /// for a free node, which may be in any state — in a world where `goal` (given every node's
+    /// state) holds, examining at most `budget` positions.
+    pub(crate) fn verify<P: Protocol>(
+        &mut self,
+        space: &LocalSpace<'_, '_, P>,
+        kind: NetworkKind,
+        targets: &[Option<StateId>],
+        goal: &dyn Fn(&[StateId]) -> bool,
+        budget: u64,
+        stopper: &Stopper,
+    ) -> Soundness {
+        self.counts.checks += 1;
+        // Per node, the forward edges among the states that can still reach the target.
+        let mut forward = Vec::with_capacity(targets.len());
+        for (node, &target) in targets.iter().enumerate() {
+            let edges = match target {
+                Some(target) => forward_edges(space, node, Some(target)).map(Rc::new),
+                None => Some(self.free_edges(space, node)),
+            };
+            match edges {
+                Some(edges) => forward.push(edges),
+                None => return Soundness::Unsound, // the target is not reachable from the start
+            }
+        }
+        self.update_queues(space, kind);
+        let mut search = Search {
+            space,
+            kind,
+            targets,
+            goal,
+            forward,
+            queues: &self.queues,
+            seen: FxHashSet::default(),
+            budget,
+            examined: 0,
+            stopper,
+            order: Vec::new(),
+            out_of_budget: false,
+            scratch: KeyScratch::default(),
+        };
+        let mut positions = vec![0 as StateId; targets.len()];
+        let mut net: Vec<MsgId> = space.initial_messages.clone();
+        let found = search.go(&mut positions, &mut net);
+        self.counts.positions += search.examined;
+        if found {
+            Soundness::Sound(search.order)
+        } else if search.out_of_budget {
+            Soundness::Abandoned
+        } else {
+            Soundness::Unsound
         }
     }
-    let mut search = Search {
-        space,
-        kind,
-        targets,
-        goal,
-        forward,
-        seen: FxHashSet::default(),
-        budget,
-        examined: 0,
-        stopper,
-        order: Vec::new(),
-        out_of_budget: false,
-    };
-    let mut positions = vec![0 as StateId; targets.len()];
-    let mut net: Vec<MsgId> = space.initial_messages.clone();
-    let found = search.go(&mut positions, &mut net);
-    counts.positions += search.examined;
-    if found {
-        Soundness::Sound(search.order)
-    } else if search.out_of_budget {
-        Soundness::Abandoned
-    } else {
-        Soundness::Unsound
+
+    /// Every forward edge of `node`, built again only when the node has new states or the
+    /// space new predecessor pointers.
+    fn free_edges<P: Protocol>(&mut self, space: &LocalSpace<'_, '_, P>, node: usize) -> Rc<Edges> {
+        let version = (space.nodes[node].states.len(), space.counts.merges);
+        if self.free.len() <= node {
+            self.free.resize_with(node + 1, || None);
+        }
+        match &self.free[node] {
+            Some((built, edges)) if *built == version => Rc::clone(edges),
+            _ => {
+                let edges = Rc::new(forward_edges(space, node, None).expect("a free node reaches itself"));
+                self.free[node] = Some((version, Rc::clone(&edges)));
+                edges
+            }
+        }
+    }
+
+    /// Extends the queue of each message to the messages `I+` gained.
+    fn update_queues<P: Protocol>(&mut self, space: &LocalSpace<'_, '_, P>, kind: NetworkKind) {
+        let nodes = space.nodes.len() as u32;
+        let by_channel = kind == NetworkKind::FifoChannels;
+        let new = space.messages[self.queues.len()..].iter().map(|m| {
+            let e = &m.envelope;
+            e.to.index() as u32 * nodes + if by_channel { e.from.index() as u32 } else { 0 }
+        });
+        self.queues.extend(new);
+    }
+}
+
+/// What a node's predecessor pointers depend on: its number of states, and the predecessor
+/// pointers added to states already visited.
+type SpaceVersion = (usize, u64);
+
+/// The forward edges of one node's states: for each source state, the events that leave it.
+pub(crate) struct Edges {
+    /// Source state to its range in `events`.
+    by_source: FxHashMap<StateId, (u32, u32)>,
+    events: Vec<SeqEvent>,
+}
+
+impl Edges {
+    /// The range in `events` of the events that leave `state`.
+    fn from(&self, state: StateId) -> Range<usize> {
+        self.by_source.get(&state).map_or(0..0, |&(start, end)| start as usize..end as usize)
     }
 }
 
@@ -103,7 +183,7 @@ fn forward_edges<P: Protocol>(
     space: &LocalSpace<'_, '_, P>,
     node: usize,
     target: Option<StateId>,
-) -> Option<FxHashMap<StateId, Vec<SeqEvent>>> {
+) -> Option<Edges> {
     let states = &space.nodes[node].states;
     let mut reaching = FxHashSet::default();
     let mut stack = Vec::new();
@@ -124,13 +204,23 @@ fn forward_edges<P: Protocol>(
     if !reaching.contains(&0) {
         return None;
     }
-    let mut edges: FxHashMap<StateId, Vec<SeqEvent>> = FxHashMap::default();
+    let mut sourced: Vec<(StateId, SeqEvent)> = Vec::new();
     for &to in &reaching {
         for (i, pred) in states[to as usize].preds.iter().enumerate() {
-            edges.entry(pred.from).or_default().push(SeqEvent { to, pred: i as u32 });
+            sourced.push((pred.from, SeqEvent { to, pred: i as u32 }));
         }
     }
-    Some(edges)
+    // A canonical order (the set's iteration order is not), so that searches are repeatable.
+    sourced.sort_unstable_by_key(|&(from, e)| (from, e.to, e.pred));
+    let mut by_source = FxHashMap::default();
+    let mut start = 0;
+    for (i, &(from, _)) in sourced.iter().enumerate() {
+        if i + 1 == sourced.len() || sourced[i + 1].0 != from {
+            by_source.insert(from, (start as u32, i as u32 + 1));
+            start = i + 1;
+        }
+    }
+    Some(Edges { by_source, events: sourced.into_iter().map(|(_, e)| e).collect() })
 }
 
 /// The joint search of one verification.
@@ -139,7 +229,8 @@ struct Search<'a, 's, 'm, P: Protocol> {
     kind: NetworkKind,
     targets: &'a [Option<StateId>],
     goal: &'a dyn Fn(&[StateId]) -> bool,
-    forward: Vec<FxHashMap<StateId, Vec<SeqEvent>>>,
+    forward: Vec<Rc<Edges>>,
+    queues: &'a [u32],
     /// Positions already explored without success.
     seen: FxHashSet<u128>,
     budget: u64,
@@ -148,6 +239,7 @@ struct Search<'a, 's, 'm, P: Protocol> {
     /// The events taken so far (the interleaving, once found).
     order: Vec<(NodeId, SeqEvent)>,
     out_of_budget: bool,
+    scratch: KeyScratch,
 }
 
 impl<P: Protocol> Search<'_, '_, '_, P> {
@@ -157,7 +249,8 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         if placed && (self.goal)(positions) {
             return true;
         }
-        if !self.seen.insert(self.position_key(positions, net)) {
+        let key = self.position_key(positions, net);
+        if !self.seen.insert(key) {
             return false;
         }
         self.examined += 1;
@@ -170,8 +263,8 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
             if self.targets[node] == Some(at) {
                 continue;
             }
-            let Some(edges) = self.forward[node].get(&at) else { continue };
-            for event in edges.clone() {
+            for i in self.forward[node].from(at) {
+                let event = self.forward[node].events[i];
                 let pred = &self.space.nodes[node].states[event.to as usize].preds[event.pred as usize];
                 let consumed = match pred.step {
                     Step::Deliver(m) => match self.take(net, m) {
@@ -205,16 +298,11 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
 
     /// Consumes `m` from `net` if the discipline offers it; the position it was taken from.
     fn take(&self, net: &mut Vec<MsgId>, m: MsgId) -> Option<usize> {
-        let envelope = &self.space.messages[m as usize].envelope;
         let at = match self.kind {
             NetworkKind::Unordered | NetworkKind::GrowOnly => net.iter().position(|&x| x == m)?,
             NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
-                let by_channel = self.kind == NetworkKind::FifoChannels;
-                let same_queue = |x: MsgId| {
-                    let e = &self.space.messages[x as usize].envelope;
-                    e.to == envelope.to && (!by_channel || e.from == envelope.from)
-                };
-                let head = net.iter().position(|&x| same_queue(x))?;
+                let queue = self.queues[m as usize];
+                let head = net.iter().position(|&x| self.queues[x as usize] == queue)?;
                 (net[head] == m).then_some(head)?
             }
         };
@@ -224,20 +312,111 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         Some(at)
     }
 
-    /// The memo key of a position: the node states and the messages in flight, in a canonical
-    /// order (a multiset sorted; FIFO queues keep their order).
-    fn position_key(&self, positions: &[StateId], net: &[MsgId]) -> u128 {
-        let mut canonical = net.to_vec();
-        match self.kind {
-            NetworkKind::Unordered | NetworkKind::GrowOnly => canonical.sort_unstable(),
-            NetworkKind::FifoChannels | NetworkKind::FifoInbox => canonical.sort_by_key(|&m| {
-                let e = &self.space.messages[m as usize].envelope;
-                (e.to, if self.kind == NetworkKind::FifoChannels { e.from } else { e.to })
-            }),
+    /// The memo key of a position: the node states in order and the messages in flight. It
+    /// only names positions within one search, so it is built from the raw numbers with a fast
+    /// 128-bit mixer, not the canonical encoding.
+    fn position_key(&mut self, positions: &[StateId], net: &[MsgId]) -> u128 {
+        let in_flight = self.scratch.network_key(self.kind, self.queues, net);
+        let placed = positions.iter().fold(SEED, |h, &state| step(h, state.into()));
+        step(step(placed, in_flight as u64), (in_flight >> 64) as u64)
+    }
+}
+
+/// Reusable space for the keys of networks.
+#[derive(Default)]
+struct KeyScratch {
+    /// The chain of each queue.
+    chains: Vec<Option<u128>>,
+    /// A grow-only network's set.
+    set: Vec<MsgId>,
+}
+
+impl KeyScratch {
+    /// The key of `net` (messages by id, each in the queue `queues` gives it) as the discipline
+    /// sees it: a multiset on an unordered network, a set on a grow-only one, one sequence per
+    /// queue on FIFO channels and inboxes. Sums make it independent of the order of a multiset
+    /// and of the queues, without sorting.
+    fn network_key(&mut self, kind: NetworkKind, queues: &[u32], net: &[MsgId]) -> u128 {
+        match kind {
+            NetworkKind::Unordered => {
+                net.iter().fold(0u128, |sum, &m| sum.wrapping_add(step(SEED, m.into())))
+            }
+            NetworkKind::GrowOnly => {
+                self.set.clear();
+                self.set.extend_from_slice(net);
+                self.set.sort_unstable();
+                self.set.dedup();
+                self.set.iter().fold(SEED, |h, &m| step(h, m.into()))
+            }
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                for &m in net {
+                    let queue = queues[m as usize] as usize;
+                    if self.chains.len() <= queue {
+                        self.chains.resize(queue + 1, None);
+                    }
+                    let chain = self.chains[queue].get_or_insert_with(|| step(SEED, queue as u64));
+                    *chain = step(*chain, m.into());
+                }
+                self.chains.iter_mut().filter_map(Option::take).fold(0u128, u128::wrapping_add)
+            }
         }
-        if self.kind == NetworkKind::GrowOnly {
-            canonical.dedup();
-        }
-        FingerprintHasher::hash(&(positions, canonical))
+    }
+}
+
+/// The start of a chain of [`step`]s.
+const SEED: u128 = 0x243f_6a88_85a3_08d3_1319_8a2e_0370_7344;
+
+/// One step of a 128-bit hash chain: two 64-bit lanes, each the SplitMix64 finalizer (a
+/// bijection that spreads every input bit) of the lane mixed with `x`.
+fn step(h: u128, x: u64) -> u128 {
+    let lane = |v: u64| {
+        let v = (v ^ (v >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let v = (v ^ (v >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        v ^ (v >> 31)
+    };
+    let low = lane((h as u64 ^ x).wrapping_add(0x9e37_79b9_7f4a_7c15));
+    let high = lane(((h >> 64) as u64 ^ x.rotate_left(29)).wrapping_add(0xa076_1d64_78bd_642f));
+    (u128::from(high) << 64) | u128::from(low)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(kind: NetworkKind, queues: &[u32], net: &[MsgId]) -> u128 {
+        KeyScratch::default().network_key(kind, queues, net)
+    }
+
+    #[test]
+    fn an_unordered_network_is_a_multiset() {
+        let queues = [0; 4];
+        let unordered = |net: &[MsgId]| key(NetworkKind::Unordered, &queues, net);
+        assert_eq!(unordered(&[1, 2, 3]), unordered(&[3, 1, 2]));
+        assert_ne!(unordered(&[1, 1, 2]), unordered(&[1, 2, 2]));
+        assert_ne!(unordered(&[1, 2]), unordered(&[1, 2, 2]));
+        assert_ne!(unordered(&[]), unordered(&[0]));
+    }
+
+    #[test]
+    fn a_grow_only_network_is_a_set() {
+        let queues = [0; 4];
+        let grow_only = |net: &[MsgId]| key(NetworkKind::GrowOnly, &queues, net);
+        assert_eq!(grow_only(&[1, 1, 2]), grow_only(&[2, 1]));
+        assert_ne!(grow_only(&[1, 2]), grow_only(&[1, 3]));
+    }
+
+    #[test]
+    fn fifo_queues_keep_their_order_but_not_their_interleaving() {
+        // Messages 0 and 1 wait in queue 0, message 2 in queue 1 and message 3 in queue 5.
+        let queues = [0, 0, 1, 5];
+        let fifo = |net: &[MsgId]| key(NetworkKind::FifoInbox, &queues, net);
+        assert_eq!(fifo(&[0, 1, 2, 3]), fifo(&[2, 0, 3, 1]));
+        assert_ne!(fifo(&[0, 1, 2]), fifo(&[1, 0, 2]));
+        assert_ne!(fifo(&[0, 2]), fifo(&[1, 2]));
+        // A scratch reused across keys gives the same answers.
+        let mut scratch = KeyScratch::default();
+        let first = scratch.network_key(NetworkKind::FifoChannels, &queues, &[0, 1, 3]);
+        let _ = scratch.network_key(NetworkKind::FifoChannels, &queues, &[2]);
+        assert_eq!(first, scratch.network_key(NetworkKind::FifoChannels, &queues, &[3, 0, 1]));
     }
 }
