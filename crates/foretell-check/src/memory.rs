@@ -34,12 +34,11 @@ pub fn peak_resident_bytes() -> Option<u64> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
     #[test]
-    #[cfg(target_os = "linux")]
     fn the_peak_covers_memory_this_process_touched() {
         let block = vec![1u8; 64 << 20];
         std::hint::black_box(&block);

@@ -54,8 +54,8 @@ pub struct Measurement {
     pub states: u64,
     /// Wall-clock seconds of the check call.
     pub seconds: f64,
-    /// The process's peak resident set size in bytes (`VmHWM`), when measured in a child
-    /// process of its own.
+    /// The process's peak resident set size in bytes (`getrusage`: Linux's `VmHWM`), when
+    /// measured in a child process of its own.
     pub peak_rss_bytes: Option<u64>,
 }
 
