@@ -22,6 +22,7 @@
 
 mod combine;
 mod explore;
+mod in_flight;
 mod soundness;
 
 pub use combine::LmcMode;

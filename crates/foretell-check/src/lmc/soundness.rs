@@ -19,12 +19,14 @@
 //! Verifications follow one another by the hundred thousand on the harder spaces, so the
 //! [`Verifier`] keeps what does not change between them: a free node's forward edges (until the
 //! node gains states or pointers) and each message's queue. A position's memo key mixes raw
-//! numbers rather than a canonical encoding, since it never leaves the search.
+//! numbers rather than a canonical encoding, since it never leaves the search, and the
+//! network's part of it is kept current by each change ([`super::in_flight`]).
 //!
 //! The network discipline is the model's: an unordered network is a multiset; a FIFO channel
 //! (or inbox) offers only its oldest message; a grow-only network never loses one.
 
-use super::explore::{LocalSpace, MsgId, StateId, Step};
+use super::explore::{LocalSpace, StateId, Step};
+use super::in_flight::{step, InFlight, SEED};
 use super::Stopper;
 use foretell_model::{NetworkKind, NodeId, Protocol};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -103,21 +105,18 @@ impl Verifier {
         self.update_queues(space, kind);
         let mut search = Search {
             space,
-            kind,
             targets,
             goal,
             forward,
-            queues: &self.queues,
             seen: FxHashSet::default(),
             budget,
             examined: 0,
             stopper,
             order: Vec::new(),
             out_of_budget: false,
-            scratch: KeyScratch::default(),
         };
         let mut positions = vec![0 as StateId; targets.len()];
-        let mut net: Vec<MsgId> = space.initial_messages.clone();
+        let mut net = InFlight::new(kind, &self.queues, &space.initial_messages);
         let found = search.go(&mut positions, &mut net);
         self.counts.positions += search.examined;
         if found {
@@ -226,11 +225,9 @@ fn forward_edges<P: Protocol>(
 /// The joint search of one verification.
 struct Search<'a, 's, 'm, P: Protocol> {
     space: &'a LocalSpace<'s, 'm, P>,
-    kind: NetworkKind,
     targets: &'a [Option<StateId>],
     goal: &'a dyn Fn(&[StateId]) -> bool,
     forward: Vec<Rc<Edges>>,
-    queues: &'a [u32],
     /// Positions already explored without success.
     seen: FxHashSet<u128>,
     budget: u64,
@@ -239,18 +236,16 @@ struct Search<'a, 's, 'm, P: Protocol> {
     /// The events taken so far (the interleaving, once found).
     order: Vec<(NodeId, SeqEvent)>,
     out_of_budget: bool,
-    scratch: KeyScratch,
 }
 
 impl<P: Protocol> Search<'_, '_, '_, P> {
     /// Whether the targets are reachable from `positions` with `net` in flight.
-    fn go(&mut self, positions: &mut Vec<StateId>, net: &mut Vec<MsgId>) -> bool {
+    fn go(&mut self, positions: &mut Vec<StateId>, net: &mut InFlight<'_>) -> bool {
         let placed = positions.iter().zip(self.targets).all(|(p, t)| t.is_none_or(|t| *p == t));
         if placed && (self.goal)(positions) {
             return true;
         }
-        let key = self.position_key(positions, net);
-        if !self.seen.insert(key) {
+        if !self.seen.insert(position_key(positions, net)) {
             return false;
         }
         self.examined += 1;
@@ -267,14 +262,15 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
                 let event = self.forward[node].events[i];
                 let pred = &self.space.nodes[node].states[event.to as usize].preds[event.pred as usize];
                 let consumed = match pred.step {
-                    Step::Deliver(m) => match self.take(net, m) {
+                    Step::Deliver(m) => match net.take(m) {
                         Some(at) => Some((m, at)),
                         None => continue,
                     },
                     Step::Local(_) => None,
                 };
-                let produced = pred.produced.len();
-                net.extend_from_slice(&pred.produced);
+                for &m in &*pred.produced {
+                    net.push(m);
+                }
                 positions[node] = event.to;
                 self.order.push((NodeId::new(node), event));
                 if self.go(positions, net) {
@@ -282,11 +278,11 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
                 }
                 self.order.pop();
                 positions[node] = at;
-                net.truncate(net.len() - produced);
+                for _ in 0..pred.produced.len() {
+                    net.pop();
+                }
                 if let Some((m, at)) = consumed {
-                    if self.kind.consumes() {
-                        net.insert(at, m);
-                    }
+                    net.put_back(at, m);
                 }
                 if self.out_of_budget {
                     return false;
@@ -295,128 +291,16 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         }
         false
     }
-
-    /// Consumes `m` from `net` if the discipline offers it; the position it was taken from.
-    fn take(&self, net: &mut Vec<MsgId>, m: MsgId) -> Option<usize> {
-        let at = match self.kind {
-            NetworkKind::Unordered | NetworkKind::GrowOnly => net.iter().position(|&x| x == m)?,
-            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
-                let queue = self.queues[m as usize];
-                let head = net.iter().position(|&x| self.queues[x as usize] == queue)?;
-                (net[head] == m).then_some(head)?
-            }
-        };
-        if self.kind.consumes() {
-            net.remove(at);
-        }
-        Some(at)
-    }
-
-    /// The memo key of a position: the node states in order and the messages in flight. It
-    /// only names positions within one search, so it is built from the raw numbers with a fast
-    /// 128-bit mixer, not the canonical encoding.
-    fn position_key(&mut self, positions: &[StateId], net: &[MsgId]) -> u128 {
-        let in_flight = self.scratch.network_key(self.kind, self.queues, net);
-        let placed = positions.iter().fold(SEED, |h, &state| step(h, state.into()));
-        step(step(placed, in_flight as u64), (in_flight >> 64) as u64)
-    }
 }
 
-/// Reusable space for the keys of networks.
-#[derive(Default)]
-struct KeyScratch {
-    /// The chain of each queue.
-    chains: Vec<Option<u128>>,
-    /// A grow-only network's set.
-    set: Vec<MsgId>,
-}
-
-impl KeyScratch {
-    /// The key of `net` (messages by id, each in the queue `queues` gives it) as the discipline
-    /// sees it: a multiset on an unordered network, a set on a grow-only one, one sequence per
-    /// queue on FIFO channels and inboxes. Sums make it independent of the order of a multiset
-    /// and of the queues, without sorting.
-    fn network_key(&mut self, kind: NetworkKind, queues: &[u32], net: &[MsgId]) -> u128 {
-        match kind {
-            NetworkKind::Unordered => {
-                net.iter().fold(0u128, |sum, &m| sum.wrapping_add(step(SEED, m.into())))
-            }
-            NetworkKind::GrowOnly => {
-                self.set.clear();
-                self.set.extend_from_slice(net);
-                self.set.sort_unstable();
-                self.set.dedup();
-                self.set.iter().fold(SEED, |h, &m| step(h, m.into()))
-            }
-            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
-                for &m in net {
-                    let queue = queues[m as usize] as usize;
-                    if self.chains.len() <= queue {
-                        self.chains.resize(queue + 1, None);
-                    }
-                    let chain = self.chains[queue].get_or_insert_with(|| step(SEED, queue as u64));
-                    *chain = step(*chain, m.into());
-                }
-                self.chains.iter_mut().filter_map(Option::take).fold(0u128, u128::wrapping_add)
-            }
-        }
-    }
-}
-
-/// The start of a chain of [`step`]s.
-const SEED: u128 = 0x243f_6a88_85a3_08d3_1319_8a2e_0370_7344;
-
-/// One step of a 128-bit hash chain: two 64-bit lanes, each the SplitMix64 finalizer (a
-/// bijection that spreads every input bit) of the lane mixed with `x`.
-fn step(h: u128, x: u64) -> u128 {
-    let lane = |v: u64| {
-        let v = (v ^ (v >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        let v = (v ^ (v >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        v ^ (v >> 31)
+/// The memo key of a position: the node states in order and the key of the messages in flight
+/// (already mixed). Up to four nodes the states are the digits of one 128-bit number, which is
+/// exact; beyond, they are chained through the mixer.
+fn position_key(positions: &[StateId], net: &InFlight<'_>) -> u128 {
+    let placed = if positions.len() <= 4 {
+        positions.iter().fold(0u128, |h, &state| (h << 32) | u128::from(state))
+    } else {
+        positions.iter().fold(SEED, |h, &state| step(h, state.into()))
     };
-    let low = lane((h as u64 ^ x).wrapping_add(0x9e37_79b9_7f4a_7c15));
-    let high = lane(((h >> 64) as u64 ^ x.rotate_left(29)).wrapping_add(0xa076_1d64_78bd_642f));
-    (u128::from(high) << 64) | u128::from(low)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(kind: NetworkKind, queues: &[u32], net: &[MsgId]) -> u128 {
-        KeyScratch::default().network_key(kind, queues, net)
-    }
-
-    #[test]
-    fn an_unordered_network_is_a_multiset() {
-        let queues = [0; 4];
-        let unordered = |net: &[MsgId]| key(NetworkKind::Unordered, &queues, net);
-        assert_eq!(unordered(&[1, 2, 3]), unordered(&[3, 1, 2]));
-        assert_ne!(unordered(&[1, 1, 2]), unordered(&[1, 2, 2]));
-        assert_ne!(unordered(&[1, 2]), unordered(&[1, 2, 2]));
-        assert_ne!(unordered(&[]), unordered(&[0]));
-    }
-
-    #[test]
-    fn a_grow_only_network_is_a_set() {
-        let queues = [0; 4];
-        let grow_only = |net: &[MsgId]| key(NetworkKind::GrowOnly, &queues, net);
-        assert_eq!(grow_only(&[1, 1, 2]), grow_only(&[2, 1]));
-        assert_ne!(grow_only(&[1, 2]), grow_only(&[1, 3]));
-    }
-
-    #[test]
-    fn fifo_queues_keep_their_order_but_not_their_interleaving() {
-        // Messages 0 and 1 wait in queue 0, message 2 in queue 1 and message 3 in queue 5.
-        let queues = [0, 0, 1, 5];
-        let fifo = |net: &[MsgId]| key(NetworkKind::FifoInbox, &queues, net);
-        assert_eq!(fifo(&[0, 1, 2, 3]), fifo(&[2, 0, 3, 1]));
-        assert_ne!(fifo(&[0, 1, 2]), fifo(&[1, 0, 2]));
-        assert_ne!(fifo(&[0, 2]), fifo(&[1, 2]));
-        // A scratch reused across keys gives the same answers.
-        let mut scratch = KeyScratch::default();
-        let first = scratch.network_key(NetworkKind::FifoChannels, &queues, &[0, 1, 3]);
-        let _ = scratch.network_key(NetworkKind::FifoChannels, &queues, &[2]);
-        assert_eq!(first, scratch.network_key(NetworkKind::FifoChannels, &queues, &[3, 0, 1]));
-    }
+    placed ^ net.key()
 }
