@@ -428,20 +428,8 @@ impl Verdicts {
         candidate: Preliminary,
     ) -> ControlFlow<()> {
         self.preliminary += 1;
-        match verify(space, sim, &candidate, budget, stopper, &mut self.verifier) {
-            Soundness::Sound(order) => {
-                self.sound = Some(order);
-                ControlFlow::Break(())
-            }
-            Soundness::Unsound => {
-                self.unsound.push((candidate, false));
-                ControlFlow::Continue(())
-            }
-            Soundness::Abandoned => {
-                self.unsound.push((candidate, true));
-                ControlFlow::Continue(())
-            }
-        }
+        self.unsound.push((candidate, false));
+        self.settle(self.unsound.len() - 1, space, sim, budget, stopper)
     }
 
     /// Verifies the unsound ones again; stops the run at the first now sound.
@@ -453,15 +441,29 @@ impl Verdicts {
         stopper: &Stopper,
     ) -> ControlFlow<()> {
         for at in 0..self.unsound.len() {
-            match verify(space, sim, &self.unsound[at].0, budget, stopper, &mut self.verifier) {
-                Soundness::Sound(order) => {
-                    self.unsound.swap_remove(at);
-                    self.sound = Some(order);
-                    return ControlFlow::Break(());
-                }
-                Soundness::Unsound => self.unsound[at].1 = false,
-                Soundness::Abandoned => self.unsound[at].1 = true,
+            self.settle(at, space, sim, budget, stopper)?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Verifies the unsound preliminary violation at `at`: a sound one leaves the list and stops
+    /// the run; otherwise its entry records whether the verification was undecided.
+    fn settle<P: Protocol>(
+        &mut self,
+        at: usize,
+        space: &LocalSpace<'_, '_, P>,
+        sim: &Simulator<'_, P>,
+        budget: u64,
+        stopper: &Stopper,
+    ) -> ControlFlow<()> {
+        match verify(space, sim, &self.unsound[at].0, budget, stopper, &mut self.verifier) {
+            Soundness::Sound(order) => {
+                self.unsound.swap_remove(at);
+                self.sound = Some(order);
+                return ControlFlow::Break(());
             }
+            Soundness::Unsound => self.unsound[at].1 = false,
+            Soundness::Abandoned => self.unsound[at].1 = true,
         }
         ControlFlow::Continue(())
     }
