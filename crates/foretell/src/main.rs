@@ -4,6 +4,7 @@
 //! stderr. Exit codes: 0 every property holds within the bounds explored, 1 a violation was
 //! found (or a replay departs from its trace), 2 bad usage or bad input, with a one-line reason.
 
+mod allocator;
 mod bench;
 mod bench_lasso;
 mod bench_liveness;
@@ -17,10 +18,8 @@ mod lasso_cmd;
 use clap::Parser;
 use std::process::ExitCode;
 
-/// Searches allocate and free a world per new state: mimalloc's thread-local free lists make
-/// that markedly cheaper than the system allocator (see docs/BENCHMARKS.md).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Mimalloc = allocator::Mimalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

@@ -1,0 +1,56 @@
+//! The process's allocator: mimalloc, called at its unaligned entry points whenever the
+//! alignment asked for is one mimalloc gives every block anyway.
+//!
+//! A search allocates and frees a world's parts per new state; mimalloc's thread-local free
+//! lists make that markedly cheaper than the system allocator (see docs/BENCHMARKS.md). The
+//! `mimalloc` crate's own `GlobalAlloc` sends every request through `mi_malloc_aligned`, whose
+//! alignment handling costs about as much again as the allocation itself; nearly every Rust
+//! allocation asks for at most 16 bytes of alignment, which `mi_malloc` guarantees.
+
+use libmimalloc_sys::{
+    mi_free, mi_malloc, mi_malloc_aligned, mi_realloc, mi_realloc_aligned, mi_zalloc, mi_zalloc_aligned,
+};
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::c_void;
+
+/// The largest alignment every mimalloc block has (`MI_MAX_ALIGN_SIZE` on 64-bit targets).
+const GUARANTEED_ALIGN: usize = 16;
+
+/// mimalloc, with a fast path for ordinary alignments.
+pub(crate) struct Mimalloc;
+
+// SAFETY: each method forwards to the mimalloc function with the same contract; the unaligned
+// ones are used only when the layout's alignment is one mimalloc's blocks always have.
+unsafe impl GlobalAlloc for Mimalloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.align() <= GUARANTEED_ALIGN {
+            mi_malloc(layout.size()).cast()
+        } else {
+            mi_malloc_aligned(layout.size(), layout.align()).cast()
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.align() <= GUARANTEED_ALIGN {
+            mi_zalloc(layout.size()).cast()
+        } else {
+            mi_zalloc_aligned(layout.size(), layout.align()).cast()
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        mi_free(ptr.cast::<c_void>());
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if layout.align() <= GUARANTEED_ALIGN {
+            mi_realloc(ptr.cast::<c_void>(), new_size).cast()
+        } else {
+            mi_realloc_aligned(ptr.cast::<c_void>(), new_size, layout.align()).cast()
+        }
+    }
+}
