@@ -33,6 +33,7 @@ mod property;
 mod protocol;
 mod scenario;
 mod simulator;
+mod step_memo;
 mod symmetry;
 mod trace;
 mod trace_text;

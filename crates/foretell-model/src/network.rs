@@ -74,6 +74,31 @@ impl<M: Serialize> Envelope<M> {
     }
 }
 
+/// Messages one step sends, not yet in any network: their part of the network's hash is known
+/// before the network is copied, so a step whose successor turns out to be seen copies nothing.
+#[derive(Debug)]
+pub(crate) struct Outbox<M> {
+    /// The envelopes to send, in send order; those a grow-only network would ignore are left out.
+    envelopes: Vec<Arc<Envelope<M>>>,
+    /// What sending them adds to the network's hash.
+    hash: u128,
+}
+
+impl<M> Outbox<M> {
+    pub(crate) fn new() -> Self {
+        Outbox { envelopes: Vec::new(), hash: 0 }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.envelopes.is_empty()
+    }
+
+    /// What sending the envelopes adds to the network's hash.
+    pub(crate) fn hash(&self) -> u128 {
+        self.hash
+    }
+}
+
 /// The state of the network: part of every world.
 #[derive(Clone, Debug)]
 pub(crate) struct Network<M> {
@@ -155,6 +180,11 @@ impl<M: Serialize> Network<M> {
     }
 
     pub(crate) fn send(&mut self, envelope: Envelope<M>) {
+        self.send_shared(Arc::new(envelope));
+    }
+
+    /// [`Network::send`] for an envelope that other worlds may hold too.
+    pub(crate) fn send_shared(&mut self, envelope: Arc<Envelope<M>>) {
         let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
         let at = match self.kind {
             NetworkKind::Unordered => self.messages.partition_point(|e| (e.to, e.hash) <= (to, hash)),
@@ -184,8 +214,50 @@ impl<M: Serialize> Network<M> {
             }
         };
         self.hash = self.hash.wrapping_add(term);
-        self.messages.insert(at, Arc::new(envelope));
+        self.messages.insert(at, envelope);
         self.debug_check();
+    }
+
+    /// Adds `envelope` to `outbox`, whose earlier envelopes are to be sent to this network
+    /// first, with the hash term [`Network::send`] would add for it.
+    pub(crate) fn post(&self, outbox: &mut Outbox<M>, envelope: Arc<Envelope<M>>) {
+        let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
+        let posted = |e: &&Arc<Envelope<M>>| self.same_queue(e, &envelope);
+        let term = match self.kind {
+            NetworkKind::GrowOnly => {
+                let sent = |e: &Arc<Envelope<M>>| (e.to, e.hash) == (to, hash);
+                if self.holds(&envelope) || outbox.envelopes.iter().any(sent) {
+                    return;
+                }
+                hash
+            }
+            NetworkKind::Unordered => hash,
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                let mut term = 0u128;
+                if self.kind == NetworkKind::FifoChannels && from != to {
+                    let pair = (from.min(to), from.max(to));
+                    let opened = |e: &Arc<Envelope<M>>| (e.from.min(e.to), e.from.max(e.to)) == pair;
+                    if self.connections.binary_search(&pair).is_err() && !outbox.envelopes.iter().any(opened)
+                    {
+                        term = connection_term(pair);
+                    }
+                }
+                let position = self.queue_len(from, to) + outbox.envelopes.iter().filter(posted).count();
+                term.wrapping_add(FingerprintHasher::mix(position as u64, hash))
+            }
+        };
+        outbox.hash = outbox.hash.wrapping_add(term);
+        outbox.envelopes.push(envelope);
+    }
+
+    /// This network with `outbox`'s envelopes sent, in order.
+    pub(crate) fn sent(mut self, outbox: Outbox<M>) -> Self {
+        let expected = self.hash.wrapping_add(outbox.hash);
+        for envelope in outbox.envelopes {
+            self.send_shared(envelope);
+        }
+        debug_assert_eq!(self.hash, expected, "an outbox's hash differs from its sends'");
+        self
     }
 
     /// Takes message `index` for delivery; it stays in a grow-only network.

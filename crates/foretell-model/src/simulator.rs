@@ -4,15 +4,17 @@
 //! simulator only answers "which events are enabled here" and "what world does this event, with
 //! these choice values, lead to"; the engine decides which event runs next. A step runs the
 //! handler on a copy of the one node it touches, catches a panic as a violation, applies the
-//! sends to the network and reseals the fingerprint.
+//! sends to the network and reseals the fingerprint — or, when the same node slot met the same
+//! event before, recalls what the handler did from the [`crate::step_memo`].
 //!
 //! Choices made inside handlers ([`crate::Out::choose`]) are enumerated by a [`ChoiceOdometer`]:
 //! the handler is re-run with each choice vector in lexicographic order (VeriSoft-style
 //! re-execution within one step), so one action can have several successors.
 
-use crate::network::Network;
+use crate::network::{Network, Outbox};
 use crate::out::Chooser;
 use crate::scenario::Resolved;
+use crate::step_memo::{self, Outcome, StepMemo};
 use crate::world::{rest_term, FaultsUsed, NodeSlot};
 use crate::{
     Action, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
@@ -107,8 +109,12 @@ pub struct StepOutcome<P: Protocol> {
 /// What a step changes in its parent world: applied to the parent, it gives the next world.
 /// `None` parts are the parent's.
 struct Change<P: Protocol> {
-    node: Option<(usize, NodeSlot<P>)>,
+    /// The acting node's next slot, shared with the step memo.
+    node: Option<(usize, Arc<NodeSlot<P>>)>,
+    /// The network after the event itself (a delivery that consumed its message, say).
     network: Option<Network<P::Msg>>,
+    /// The messages the handler sent, to be added to that network when the world is built.
+    outbox: Outbox<P::Msg>,
     pending: u64,
     faults_used: FaultsUsed,
     fingerprint: Fingerprint,
@@ -118,11 +124,19 @@ impl<P: Protocol> Change<P> {
     fn apply(self, parent: &World<P>) -> World<P> {
         let mut nodes = parent.nodes.clone();
         if let Some((index, slot)) = self.node {
-            nodes[index] = Arc::new(slot);
+            nodes[index] = slot;
         }
+        let network = match (self.network, self.outbox.is_empty()) {
+            (None, true) => Arc::clone(&parent.network),
+            (Some(network), true) => Arc::new(network),
+            (network, false) => {
+                let network = network.unwrap_or_else(|| (*parent.network).clone());
+                Arc::new(network.sent(self.outbox))
+            }
+        };
         let world = World {
             nodes,
-            network: self.network.map_or_else(|| Arc::clone(&parent.network), Arc::new),
+            network,
             pending: self.pending,
             faults_used: self.faults_used,
             fingerprint: self.fingerprint,
@@ -141,6 +155,13 @@ struct Effect<P: Protocol> {
     // Boxed: rare or recording-only, and an effect is moved on every step.
     violation: Option<Box<StepViolation>>,
     record: Option<Box<StepRecord<P>>>,
+}
+
+impl<P: Protocol> Effect<P> {
+    /// The effect of a step that changes nothing and violates nothing.
+    fn unchanged() -> Self {
+        Effect { change: None, choices: Vec::new(), violation: None, record: None }
+    }
 }
 
 /// One successor of a world: an action with one vector of choice values, whose fingerprint is
@@ -300,64 +321,12 @@ pub(crate) enum Call<'w, P: Protocol> {
 thread_local! {
     /// The enabled actions of the world being expanded, reused from world to world.
     static ACTIONS: RefCell<Vec<Action>> = const { RefCell::new(Vec::new()) };
-    /// Steps known to change nothing, per thread.
-    static NOOPS: RefCell<NoopMemo> = RefCell::new(NoopMemo::default());
-}
-
-/// Steps known to change nothing: (acting node's slot hash, event) pairs of one simulator.
-///
-/// A handler is a deterministic function of its node's local state and the event (the
-/// simulator's replay already relies on that), so a step that once changed nothing, sent
-/// nothing, made no choice and did not read the network changes nothing whenever the same node
-/// slot meets the same event again. (Fields a protocol marks [`crate::Ignored`] are outside the
-/// slot hash; like state hashing, the memo assumes they do not change what a handler does.)
-/// Most steps of a typical search are such no-ops — an input the node ignores in its current
-/// phase, a grow-only message delivered again — and the memo answers them with one lookup
-/// instead of a state clone and a handler run.
-///
-/// The memo is a direct-mapped cache of 8K entries: a key lives in the one entry its bits
-/// pick, and a new key evicts an old one. A hit needs the whole key to match, so eviction only
-/// costs a handler run, never a wrong answer; the hot no-ops of a search stay.
-struct NoopMemo {
-    simulator: u64,
-    entries: Box<[(u128, u64)]>,
-}
-
-impl Default for NoopMemo {
-    fn default() -> Self {
-        NoopMemo { simulator: u64::MAX, entries: Box::default() }
-    }
-}
-
-impl NoopMemo {
-    /// Entries per thread (192 KiB: the hot no-ops of a search are few; the memo must not
-    /// weigh on the memory a search is measured by).
-    const BITS: u32 = 13;
-    /// No real key: its event part has both tag bits set, which `noop_key` never produces.
-    const VACANT: (u128, u64) = (0, u64::MAX);
-
-    fn entry(key: (u128, u64)) -> usize {
-        let mixed = (key.0 as u64 ^ (key.0 >> 64) as u64 ^ key.1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (mixed >> (64 - Self::BITS)) as usize
-    }
-
-    fn contains(&self, simulator: u64, key: (u128, u64)) -> bool {
-        self.simulator == simulator && self.entries[Self::entry(key)] == key
-    }
-
-    fn insert(&mut self, simulator: u64, key: (u128, u64)) {
-        if self.simulator != simulator {
-            self.simulator = simulator;
-            self.entries = vec![Self::VACANT; 1 << Self::BITS].into_boxed_slice();
-        }
-        self.entries[Self::entry(key)] = key;
-    }
 }
 
 /// The model's semantics: initial worlds, enabled actions, steps.
 pub struct Simulator<'m, P: Protocol> {
     model: &'m Model<P>,
-    /// Distinguishes this simulator's entries in the thread-local no-op memo.
+    /// Distinguishes this simulator's entries in the thread-local step memo.
     id: u64,
 }
 
@@ -692,47 +661,49 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         if recording != Recording::Off {
             return self.run_effect(world, action, chooser, recording).0;
         }
-        NOOPS.with(|memo| match memo.try_borrow_mut() {
-            Ok(mut memo) => {
-                let key = self.noop_key(world, action);
-                if key.is_some_and(|key| memo.contains(self.id, key)) {
-                    return Effect { change: None, choices: Vec::new(), violation: None, record: None };
-                }
-                self.memoized_effect(world, action, key, chooser, &mut memo)
+        step_memo::with_memo(self.id, |memo| match memo {
+            Some(memo) => {
+                self.memoized_effect(world, action, chooser, memo).unwrap_or_else(Effect::unchanged)
             }
             // A handler that explores a model of its own re-enters here: no memo for it.
-            Err(_) => self.run_effect(world, action, chooser, Recording::Off).0,
+            None => self.run_effect(world, action, chooser, Recording::Off).0,
         })
     }
 
-    /// The effect of `action` (whose memo key is `key`, not a known no-op), remembered in
-    /// `memo` when it turns out to be a no-op.
+    /// The effect of `action`, recalled from `memo` or run and remembered there; `None` when
+    /// the memo knows that it changes nothing.
+    #[inline(always)] // most steps of a search end in the first lines: known no-ops
     fn memoized_effect(
         &self,
         world: &World<P>,
         action: Action,
-        key: Option<(u128, u64)>,
         chooser: &mut dyn Chooser,
-        memo: &mut NoopMemo,
-    ) -> Effect<P> {
-        let (effect, memoizable) = self.run_effect(world, action, chooser, Recording::Off);
-        if let Some(key) = key {
-            if memoizable
-                && effect.change.is_none()
-                && effect.violation.is_none()
-                && effect.choices.is_empty()
-            {
-                memo.insert(self.id, key);
+        memo: &mut StepMemo<P>,
+    ) -> Option<Effect<P>> {
+        let keyed = self.memo_key(world, action);
+        match keyed.and_then(|(node, key)| Some((node, memo.recall(key)?))) {
+            Some((_, Outcome::Disabled)) => None,
+            Some((_, Outcome::Ran { slot: None, sends })) if sends.is_empty() && !consumes(world, action) => {
+                None
+            }
+            Some((node, Outcome::Ran { slot, sends })) => {
+                self.recalled_effect(world, action, node, slot, sends)
+            }
+            None => {
+                let (effect, outcome) = self.run_effect(world, action, chooser, Recording::Off);
+                if let (Some((_, key)), Some(outcome)) = (keyed, outcome) {
+                    memo.remember(key, outcome);
+                }
+                Some(effect)
             }
         }
-        effect
     }
 
-    /// The no-op memo's key for `action`: the acting node's slot hash (its position, state,
-    /// timers and clock) and the event, for the actions whose effect depends on nothing else
-    /// unless the handler reads the network or sends. Actions that always change the world (one-shot
-    /// inputs, transport errors, faults) have none.
-    fn noop_key(&self, world: &World<P>, action: Action) -> Option<(u128, u64)> {
+    /// The step memo's key for `action`, with the acting node: the node's slot hash and the
+    /// event, for the actions whose effect depends on nothing else unless the handler reads the
+    /// network or chooses. Actions that always change the world (one-shot inputs, transport
+    /// errors, faults) have none.
+    fn memo_key(&self, world: &World<P>, action: Action) -> Option<(NodeId, step_memo::Key)> {
         let (node, event) = match action {
             Action::Deliver(i) => {
                 let envelope = &world.network.messages()[i as usize];
@@ -744,7 +715,51 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
             _ => return None,
         };
-        Some((world.nodes[node.index()].hash, event))
+        Some((node, (world.nodes[node.index()].hash, event)))
+    }
+
+    /// The effect of a keyed `action` of node `me` whose handler the memo recalls: the node's
+    /// next slot and the sends, posted to this world's network; `None` if it changes nothing.
+    fn recalled_effect(
+        &self,
+        world: &World<P>,
+        action: Action,
+        me: NodeId,
+        slot: &Option<Arc<NodeSlot<P>>>,
+        sends: &[Arc<Envelope<P::Msg>>],
+    ) -> Option<Effect<P>> {
+        let network = match action {
+            Action::Deliver(i) if consumes(world, action) => {
+                let mut network = (*world.network).clone();
+                network.deliver(i as usize);
+                Some(network)
+            }
+            _ => None,
+        };
+        let mut outbox = Outbox::new();
+        let before_sends = network.as_ref().unwrap_or(&world.network);
+        for envelope in sends {
+            before_sends.post(&mut outbox, Arc::clone(envelope));
+        }
+        if slot.is_none() && network.is_none() && outbox.is_empty() {
+            return None;
+        }
+        let mut fingerprint = world.fingerprint.0.wrapping_add(outbox.hash());
+        if let Some(slot) = slot {
+            fingerprint = fingerprint.wrapping_sub(world.nodes[me.index()].hash).wrapping_add(slot.hash);
+        }
+        if let Some(next) = &network {
+            fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(next.hash());
+        }
+        let change = Change {
+            node: slot.as_ref().map(|slot| (me.index(), Arc::clone(slot))),
+            network,
+            outbox,
+            pending: world.pending,
+            faults_used: world.faults_used,
+            fingerprint: Fingerprint(fingerprint),
+        };
+        Some(Effect { change: Some(Box::new(change)), choices: Vec::new(), violation: None, record: None })
     }
 
     fn run_effect(
@@ -753,40 +768,42 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         action: Action,
         chooser: &mut dyn Chooser,
         recording: Recording,
-    ) -> (Effect<P>, bool) {
+    ) -> (Effect<P>, Option<Outcome<P>>) {
         let event = (recording != Recording::Off).then(|| self.event(world, action));
         let budget = self.model.fault_budget();
         let mut pending = world.pending;
         let mut faults = world.faults_used;
         let mut network = None;
-        // The delivered message, which the handler borrows.
+        // A message the event took out of the network, which the handler borrows.
         let delivered;
         let (node, call) = match action {
             Action::Drop(i) => {
                 let mut next = (*world.network).clone();
                 next.drop_message(i as usize);
                 faults.drops += u32::from(budget.drops.counted());
-                return (self.network_effect(world, next, faults, event), false);
+                return (self.network_effect(world, next, faults, event), None);
             }
             Action::Duplicate(i) => {
                 let mut next = (*world.network).clone();
                 next.duplicate(i as usize);
                 faults.duplicates += u32::from(budget.duplicates.counted());
-                return (self.network_effect(world, next, faults, event), false);
+                return (self.network_effect(world, next, faults, event), None);
             }
             Action::SocketError(i) => {
                 let mut next = (*world.network).clone();
                 next.break_connection(i as usize);
                 faults.socket_errors += u32::from(budget.socket_errors.counted());
-                return (self.network_effect(world, next, faults, event), false);
+                return (self.network_effect(world, next, faults, event), None);
             }
             Action::Deliver(i) => {
-                delivered = if world.network.kind().consumes() {
-                    network.insert((*world.network).clone()).deliver(i as usize)
+                // A grow-only network keeps the message: the handler borrows the world's.
+                let envelope: &Envelope<P::Msg> = if world.network.kind().consumes() {
+                    delivered = network.insert((*world.network).clone()).deliver(i as usize);
+                    &delivered
                 } else {
-                    Arc::clone(&world.network.messages()[i as usize])
+                    &world.network.messages()[i as usize]
                 };
-                (delivered.to, Call::Message(&delivered))
+                (envelope.to, Call::Message(envelope))
             }
             Action::TransportError(i) => {
                 let (node, peer) = network.insert((*world.network).clone()).take_error(i as usize);
@@ -836,6 +853,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let change = Change {
             node: None,
             network: Some(network),
+            outbox: Outbox::new(),
             pending: world.pending,
             faults_used,
             fingerprint: Fingerprint(fingerprint),
@@ -848,7 +866,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     fn handler_effect(
         &self,
         world: &World<P>,
-        mut network: Option<Network<P::Msg>>,
+        network: Option<Network<P::Msg>>,
         pending: u64,
         faults_used: FaultsUsed,
         me: NodeId,
@@ -856,7 +874,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         chooser: &mut dyn Chooser,
         event: Option<EventOf<P>>,
         logs: bool,
-    ) -> (Effect<P>, bool) {
+    ) -> (Effect<P>, Option<Outcome<P>>) {
         let protocol = self.model.protocol();
         let slot = &world.nodes[me.index()];
         let mut state = slot.state.clone();
@@ -887,58 +905,60 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let violation = violation.map(Box::new);
         let choices = std::mem::take(&mut out.choices);
         let disabled = out.disabled && result.is_ok();
-        // The effect is the slot's and the event's alone unless the handler read the network or
-        // sent (a send to a grow-only network that holds the message already changes nothing
-        // here, but would elsewhere).
-        let memoizable = !out.read_network.get() && sends.is_empty();
+        // The outcome is the slot's and the event's alone (see `step_memo`) unless the handler
+        // read the network, chose, or failed.
+        let memoizable = !out.read_network.get() && choices.is_empty() && violation.is_none();
         drop(out);
         let record = event.map(|event| Box::new(StepRecord { event, sent: sends.clone(), log }));
         if disabled {
-            return (Effect { change: None, choices, violation, record }, memoizable);
+            let outcome = memoizable.then_some(Outcome::Disabled);
+            return (Effect { change: None, choices, violation, record }, outcome);
         }
-        for (to, msg) in &sends {
-            let envelope = Envelope::new(me, *to, msg.clone());
-            if network.is_none() && world.network.holds(&envelope) {
-                continue; // a grow-only network has it already
-            }
-            network.get_or_insert_with(|| (*world.network).clone()).send(envelope);
+        let sends: Box<[Arc<Envelope<P::Msg>>]> =
+            sends.into_iter().map(|(to, msg)| Arc::new(Envelope::new(me, to, msg))).collect();
+        let mut outbox = Outbox::new();
+        let before_sends = network.as_ref().unwrap_or(&world.network);
+        for envelope in sends.iter() {
+            before_sends.post(&mut outbox, Arc::clone(envelope));
         }
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
-        if !node_changed && network.is_none() && pending == world.pending && faults_used == world.faults_used
-        {
-            return (Effect { change: None, choices, violation, record }, memoizable);
+        let node = node_changed.then(|| Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
+        let outcome = memoizable.then(|| Outcome::Ran { slot: node.clone(), sends });
+        let unchanged = (network.is_none() && outbox.is_empty())
+            && (pending, faults_used) == (world.pending, world.faults_used);
+        if node.is_none() && unchanged {
+            return (Effect { change: None, choices, violation, record }, outcome);
         }
         let mut fingerprint = world.fingerprint.0;
-        let node = node_changed.then(|| {
-            let next = NodeSlot::new(me.index(), state, timers, clock);
+        let node = node.map(|next| {
             fingerprint = fingerprint.wrapping_sub(slot.hash).wrapping_add(next.hash);
             (me.index(), next)
         });
         if let Some(next) = &network {
             fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(next.hash());
         }
+        fingerprint = fingerprint.wrapping_add(outbox.hash());
         if (pending, faults_used) != (world.pending, world.faults_used) {
             fingerprint = fingerprint
                 .wrapping_sub(rest_term(world.pending, world.faults_used))
                 .wrapping_add(rest_term(pending, faults_used));
         }
-        let change = Change { node, network, pending, faults_used, fingerprint: Fingerprint(fingerprint) };
-        (Effect { change: Some(Box::new(change)), choices, violation, record }, memoizable)
+        let fingerprint = Fingerprint(fingerprint);
+        let change = Change { node, network, outbox, pending, faults_used, fingerprint };
+        (Effect { change: Some(Box::new(change)), choices, violation, record }, outcome)
     }
 
     /// Runs every step of `world` in canonical order — each enabled action with each of its
     /// choice vectors — numbering them with ordinals.
     fn each_step(&self, world: &World<P>, mut each: impl FnMut(u32, Action, Effect<P>) -> bool) {
         ACTIONS.with(|actions| {
-            NOOPS.with(|memo| {
+            step_memo::with_memo(self.id, |memo| match (actions.try_borrow_mut(), memo) {
+                (Ok(mut actions), Some(memo)) => {
+                    self.each_step_with(world, &mut actions, Some(memo), &mut each)
+                }
                 // A handler that explores a model of its own re-enters here; give it fresh
                 // buffers and no memo.
-                match (actions.try_borrow_mut(), memo.try_borrow_mut()) {
-                    (Ok(mut actions), Ok(mut memo)) => {
-                        self.each_step_with(world, &mut actions, Some(&mut memo), &mut each)
-                    }
-                    _ => self.each_step_with(world, &mut Vec::new(), None, &mut each),
-                }
+                _ => self.each_step_with(world, &mut Vec::new(), None, &mut each),
             })
         });
     }
@@ -947,7 +967,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         &self,
         world: &World<P>,
         actions: &mut Vec<Action>,
-        mut memo: Option<&mut NoopMemo>,
+        mut memo: Option<&mut StepMemo<P>>,
         each: &mut impl FnMut(u32, Action, Effect<P>) -> bool,
     ) {
         self.actions(world, actions);
@@ -956,15 +976,14 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         for &action in actions.iter() {
             loop {
                 let effect = match memo.as_deref_mut() {
-                    Some(memo) => {
-                        // A known no-op is no successor: skip it without building an effect.
-                        let key = self.noop_key(world, action);
-                        if key.is_some_and(|key| memo.contains(self.id, key)) {
+                    Some(memo) => match self.memoized_effect(world, action, &mut odometer, memo) {
+                        Some(effect) => effect,
+                        // Known to change nothing: no successor, and no effect to build.
+                        None => {
                             ordinal += 1;
                             break;
                         }
-                        self.memoized_effect(world, action, key, &mut odometer, memo)
-                    }
+                    },
                     None => self.run_effect(world, action, &mut odometer, Recording::Off).0,
                 };
                 if !each(ordinal, action, effect) {
@@ -1022,6 +1041,12 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
         })
     }
+}
+
+/// Whether `action` takes a message out of `world`'s network: a delivery, where delivery
+/// consumes.
+fn consumes<P: Protocol>(world: &World<P>, action: Action) -> bool {
+    matches!(action, Action::Deliver(_)) && world.network.kind().consumes()
 }
 
 fn low_bits(count: usize) -> u64 {
