@@ -14,7 +14,7 @@
 //! (worker and index) and the successor ordinal that leads from it. A trace is rebuilt by
 //! following them to an initial world and re-executing the ordinals.
 
-use super::seen::{key_of, Keyed, Seen, Visit};
+use super::seen::{key_of, keyed_successors, Seen, Visit};
 use crate::exploration::{Exploration, Found, Tally};
 use crate::Report;
 use foretell_model::{Protocol, Simulator, StepViolation, World};
@@ -175,28 +175,27 @@ fn expand_level<P: Protocol>(
         }
         let before = worker.tally.unique;
         for (world, id) in &shared.level[start..(start + CHUNK).min(shared.level.len())] {
-            sim.successors(world, |mut s| {
-                if worker.found.is_some() {
-                    return;
-                }
+            for mut s in keyed_successors(sim, world, shared.visited) {
                 worker.tally.transitions += 1;
                 if let Some(violation) = s.violation.take() {
                     // A step that breaks a handler property is a finding even into a seen world.
                     let step = worker.record(*id, s.ordinal);
                     worker.found = Some((step, *violation));
-                    return;
+                    break;
                 }
-                let s = Keyed::new(sim, s);
                 if !matches!(shared.visited.visit(s.key, bits, depth), Visit::New) {
-                    return;
+                    continue;
                 }
                 let child = worker.record(*id, s.ordinal);
                 let next = s.into_world();
                 match worker.tally.examine(sim, &next, depth as usize, None) {
-                    Some(v) => worker.found = Some((child, v)),
+                    Some(v) => {
+                        worker.found = Some((child, v));
+                        break;
+                    }
                     None => worker.next.push((next, child)),
                 }
-            });
+            }
             if worker.found.is_some() {
                 shared.stop.store(true, Ordering::Relaxed);
                 return;

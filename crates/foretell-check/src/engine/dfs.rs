@@ -11,7 +11,7 @@
 //! world reached again by a shorter path, so that every world within the bound is explored —
 //! the bounded answer does not depend on the order in which paths were tried.
 
-use super::seen::{key_of, lock, Keyed, Seen, Visit};
+use super::seen::{key_of, keyed_successors, lock, Seen, Visit};
 use crate::exploration::{Exploration, Found, Tally};
 use crate::Report;
 use crossbeam_deque::{Steal, Stealer, Worker as Deque};
@@ -154,16 +154,12 @@ fn work<P: Protocol>(
             shared.pending.fetch_add(1, Ordering::AcqRel);
             deque.push(item);
         };
-        sim.successors(&world, |mut s| {
-            if found.is_some() {
-                return;
-            }
+        for mut s in keyed_successors(sim, &world, &shared.seen) {
             tally.transitions += 1;
             if let Some(violation) = s.violation.take() {
                 found = Some((path.child(s.ordinal), *violation));
-                return;
+                break;
             }
-            let s = Keyed::new(sim, s);
             match shared.seen.visit(s.key, bits, depth + 1) {
                 Visit::Seen => {}
                 Visit::Reopened => {
@@ -174,12 +170,15 @@ fn work<P: Protocol>(
                     let child = path.child(s.ordinal);
                     let next = s.into_world();
                     match tally.examine(sim, &next, depth as usize + 1, None) {
-                        Some(v) => found = Some((child, v)),
+                        Some(v) => {
+                            found = Some((child, v));
+                            break;
+                        }
                         None => push((next, child)),
                     }
                 }
             }
-        });
+        }
         shared.pending.fetch_sub(1, Ordering::AcqRel);
         if let Some(found) = found {
             lock(&shared.found).get_or_insert(found);

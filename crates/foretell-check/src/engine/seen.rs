@@ -6,7 +6,7 @@
 
 use crate::fingerprint_set::FingerprintSet;
 use crate::{CheckOptions, FingerprintBits};
-use foretell_model::{Fingerprint, Protocol, Simulator, Successor, World};
+use foretell_model::{Fingerprint, Protocol, Simulator, StepViolation, Successor, World};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
 use std::sync::{Mutex, MutexGuard};
@@ -68,6 +68,15 @@ impl Seen {
         }
     }
 
+    /// Starts loading the memory a visit of `fingerprint` will read (see
+    /// [`FingerprintSet::prefetch`]); the hash-map sets, used only with 128-bit fingerprints or
+    /// depth bounds, have no such hint.
+    pub(crate) fn prefetch(&self, fingerprint: Fingerprint) {
+        if let Seen::Set(set) = self {
+            set.prefetch(fingerprint.short());
+        }
+    }
+
     pub(crate) fn visit(&self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
         let key = match bits {
             FingerprintBits::B64 => u128::from(fingerprint.short()),
@@ -107,24 +116,44 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Keyed<'w, P: Protocol> {
     pub(crate) key: Fingerprint,
     pub(crate) ordinal: u32,
+    /// The violation the step caused, if any.
+    pub(crate) violation: Option<Box<StepViolation>>,
     successor: Result<World<P>, Successor<'w, P>>,
 }
 
 impl<'w, P: Protocol> Keyed<'w, P> {
-    pub(crate) fn new(sim: Simulator<'_, P>, successor: Successor<'w, P>) -> Self {
-        let ordinal = successor.ordinal;
+    pub(crate) fn new(sim: Simulator<'_, P>, mut successor: Successor<'w, P>) -> Self {
+        let (ordinal, violation) = (successor.ordinal, successor.violation.take());
         match sim.model().symmetry_ref() {
             Some(symmetry) => {
                 let world = successor.into_world();
-                Keyed { key: symmetry.canonical_fingerprint(&world), ordinal, successor: Ok(world) }
+                let key = symmetry.canonical_fingerprint(&world);
+                Keyed { key, ordinal, violation, successor: Ok(world) }
             }
-            None => Keyed { key: successor.fingerprint(), ordinal, successor: Err(successor) },
+            None => Keyed { key: successor.fingerprint(), ordinal, violation, successor: Err(successor) },
         }
     }
 
     pub(crate) fn into_world(self) -> World<P> {
         self.successor.unwrap_or_else(Successor::into_world)
     }
+}
+
+/// Every successor of `world`, keyed, in canonical order, with the memory `seen` will read for
+/// their keys already on its way: a large visited set costs a cache miss per lookup, and one
+/// world's lookups, hinted together, wait for their misses side by side rather than in turn.
+pub(crate) fn keyed_successors<'w, P: Protocol>(
+    sim: Simulator<'_, P>,
+    world: &'w World<P>,
+    seen: &Seen,
+) -> Vec<Keyed<'w, P>> {
+    let mut keyed = Vec::with_capacity(16);
+    sim.successors(world, |successor| {
+        let successor = Keyed::new(sim, successor);
+        seen.prefetch(successor.key);
+        keyed.push(successor);
+    });
+    keyed
 }
 
 /// The key `world` is stored under (see [`Keyed`]).
