@@ -512,12 +512,20 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             return; // a world poisoned by a panicking init is terminal
         }
         let network = &world.network;
-        into.extend(network.deliverable().map(|i| Action::Deliver(i as u32)));
-        into.extend(network.deliverable_errors().map(|i| Action::TransportError(i as u32)));
-        for (n, node) in world.nodes.iter().enumerate() {
-            into.extend((0..node.timers.len()).map(|t| Action::Timer(NodeId::new(n), t as u32)));
-        }
         let driver = self.model.input_driver();
+        // Room for the usual actions up front: the pushes below then never reallocate.
+        into.reserve(network.messages().len() + network.errors().len() + driver.spontaneous.len() + 8);
+        for i in network.deliverable() {
+            into.push(Action::Deliver(i as u32));
+        }
+        for i in network.deliverable_errors() {
+            into.push(Action::TransportError(i as u32));
+        }
+        for (n, node) in world.nodes.iter().enumerate() {
+            for t in 0..node.timers.len() {
+                into.push(Action::Timer(NodeId::new(n), t as u32));
+            }
+        }
         let pending = world.pending;
         let given =
             (0..driver.once.len()).filter(|&i| pending & (1 << i) != 0 && driver.may_give(i, pending));
