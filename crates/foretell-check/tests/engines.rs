@@ -270,7 +270,7 @@ impl Protocol for Announce {
 }
 
 /// A step that changes nothing in one world (the announcement is already in the grow-only
-/// network) changes the world elsewhere (before it was sent): the simulator's no-op memo must
+/// network) changes the world elsewhere (before it was sent): the simulator's step memo must
 /// not carry the first answer over to the second, whatever order the worlds are met in.
 #[test]
 fn a_send_that_changes_nothing_here_still_changes_the_world_elsewhere() {
