@@ -6,9 +6,9 @@
 //! read the network has an outcome that depends on (acting node's slot, event) alone: the node's
 //! next slot, or none if it did not change, and the messages it sent. A world's state space is
 //! roughly a product of its nodes' local states, so a search meets each local step in many
-//! worlds — in two-phase commit with six resource managers, about 1,600 distinct local steps
-//! make all 257,000 transitions — and a recalled step costs a lookup, not a state clone, a
-//! handler run and a state hash. The recalled slot is shared (`Arc`) by every world it enters,
+//! worlds — a depth-first search of two-phase commit with six resource managers runs handlers
+//! 2,359 times for its 256,001 transitions (callgrind's call count) — and a recalled step
+//! costs a lookup, not a state clone, a handler run and a state hash. The recalled slot is shared (`Arc`) by every world it enters,
 //! and so are the recalled messages, whose hashes are already known.
 //!
 //! The sends are kept even where they changed nothing (a grow-only network that held them),
