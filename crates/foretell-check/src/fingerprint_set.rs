@@ -8,9 +8,12 @@
 //!   uniformly distributed and already mixed, so they are their own hash: the top [`SHARD_BITS`]
 //!   bits pick one of 64 shards and the next bits a home bucket — one cache line of 8 slots — in
 //!   the shard's open-addressing table of `u64`, probed linearly bucket by bucket, with 0 as the
-//!   empty slot (fingerprint 0 itself is a flag beside the table). Each shard sits behind its own
-//!   [`Mutex`] and doubles on its own when 7/8 full, so many threads can insert at once and a
-//!   resize briefly holds one shard's old table, not the whole set's.
+//!   empty slot (fingerprint 0 itself is a flag beside the table). A lookup reads the table
+//!   without a lock, and settles most of a search's inserts, those of states already seen; only
+//!   a fingerprint it found absent is inserted under the shard's [`Mutex`]. Each shard doubles
+//!   on its own when 7/8 full, so many threads can insert at once and a resize holds one shard's
+//!   lock, not the whole set's; the outgrown table's memory goes back to the system while a
+//!   lookup still reading it finds nothing false there (see `Table`).
 //! * **Compact** (SPIN's hash compaction, `-DHC4`): the same tables with 32-bit slots, half the
 //!   memory, holding only fingerprint bits 57..26 — the 32 bits under the shard bits. Two
 //!   fingerprints that agree on those 38 bits (shard included) are one state to the set, so a
@@ -37,7 +40,9 @@
 //!   double hashing, `h1 + i·h2 mod m` with `h2` odd, which Kirsch and Mitzenmacher ("Less
 //!   hashing, same performance", ESA 2006) show costs nothing in false-positive rate.
 
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::alloc::Layout;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Mutex, PoisonError};
 
 /// How many top fingerprint bits pick a shard (or, for the Bloom filter, a counter stripe).
@@ -198,7 +203,9 @@ impl FingerprintSet {
 /// What a table slot holds: a whole fingerprint (`u64`) or a 32-bit signature (`u32`).
 ///
 /// Either way the slot's value determines its home bucket at every table size, so a table can
-/// be rebuilt at twice the size from its slots alone.
+/// be rebuilt at twice the size from its slots alone. A bucket is one cache line of eight
+/// atomic words, holding eight `u64` slots or sixteen `u32` ones (two to a word, the lower half
+/// first), so that a lookup reads it without a lock while an insert writes it.
 trait Key: Copy + Eq {
     /// The empty slot.
     const EMPTY: Self;
@@ -222,7 +229,23 @@ trait Key: Copy + Eq {
     /// matched is mispredicted at about every other seen state, and each misprediction stalls
     /// the processor on the cache miss that feeds it, where it could overlap that miss with the
     /// next insert's.
-    fn scan(bucket: &[Self], key: Self) -> (bool, usize);
+    fn scan(bucket: &Bucket, key: Self) -> (bool, usize);
+
+    /// Stores `key` in slot `index` of `bucket`, which is free. Only a shard's writer stores,
+    /// one at a time.
+    fn put(bucket: &Bucket, index: usize, key: Self);
+
+    /// The keys `bucket` holds.
+    fn keys(bucket: &Bucket) -> impl Iterator<Item = Self>;
+}
+
+/// A bucket: one cache line of slots.
+type Bucket = [AtomicU64; 8];
+
+/// The eight words of `bucket`, each read atomically (the bucket as a whole may be mid-insert).
+#[inline(always)]
+fn words(bucket: &Bucket) -> [u64; 8] {
+    std::array::from_fn(|i| bucket[i].load(Relaxed))
 }
 
 impl Key for u64 {
@@ -242,13 +265,21 @@ impl Key for u64 {
     /// Counting the matches: a bare "any slot equals" of 64-bit words becomes one branch per
     /// slot on x86-64.
     #[inline(always)]
-    fn scan(bucket: &[u64], key: u64) -> (bool, usize) {
+    fn scan(bucket: &Bucket, key: u64) -> (bool, usize) {
         let (mut matches, mut used) = (0, 0);
-        for &slot in bucket {
+        for slot in words(bucket) {
             matches += usize::from(slot == key);
             used += usize::from(slot != 0);
         }
         (matches != 0, used)
+    }
+
+    fn put(bucket: &Bucket, index: usize, key: u64) {
+        bucket[index].store(key, Relaxed);
+    }
+
+    fn keys(bucket: &Bucket) -> impl Iterator<Item = u64> {
+        words(bucket).into_iter().filter(|&key| key != 0)
     }
 }
 
@@ -266,15 +297,99 @@ impl Key for u32 {
         (self >> shift) as usize
     }
 
-    /// "Any slot equals" of 32-bit words becomes vector compares, a mask and one branch.
     #[inline(always)]
-    fn scan(bucket: &[u32], key: u32) -> (bool, usize) {
+    fn scan(bucket: &Bucket, key: u32) -> (bool, usize) {
         let (mut found, mut used) = (false, 0);
-        for &slot in bucket {
-            found |= slot == key;
-            used += usize::from(slot != 0);
+        for word in words(bucket) {
+            let (low, high) = (word as u32, (word >> 32) as u32);
+            found |= (low == key) | (high == key);
+            used += usize::from(low != 0) + usize::from(high != 0);
         }
         (found, used)
+    }
+
+    fn put(bucket: &Bucket, index: usize, key: u32) {
+        let word = &bucket[index / 2];
+        let shifted = u64::from(key) << (32 * (index % 2));
+        word.store(word.load(Relaxed) | shifted, Relaxed);
+    }
+
+    fn keys(bucket: &Bucket) -> impl Iterator<Item = u32> {
+        words(bucket).into_iter().flat_map(|word| [word as u32, (word >> 32) as u32]).filter(|&key| key != 0)
+    }
+}
+
+/// Zeroed, cache-line-aligned memory for a table's buckets, which can be handed back to the
+/// system while it stays addressable ([`Region::release`]).
+struct Region {
+    buckets: *const Bucket,
+    len: usize,
+}
+
+// SAFETY: a region is memory of atomic words, which any thread may read and write.
+unsafe impl Send for Region {}
+// SAFETY: as above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// `len` zeroed buckets.
+    fn zeroed(len: usize) -> Region {
+        let layout = Self::layout(len);
+        // SAFETY: the layout is not empty (a table has at least one bucket).
+        let buckets = unsafe { std::alloc::alloc_zeroed(layout) };
+        if buckets.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Region { buckets: buckets.cast(), len }
+    }
+
+    fn layout(len: usize) -> Layout {
+        Layout::array::<Bucket>(len).and_then(|l| l.align_to(64)).expect("a table's size is a valid layout")
+    }
+
+    /// Bucket `index`.
+    #[inline(always)]
+    fn bucket(&self, index: usize) -> &Bucket {
+        debug_assert!(index < self.len);
+        // SAFETY: `index` is in bounds, and the memory lives as long as `self`.
+        unsafe { &*self.buckets.add(index) }
+    }
+
+    /// Where bucket `index` is, for a prefetch (which may name any address).
+    fn address(&self, index: usize) -> *const Bucket {
+        self.buckets.wrapping_add(index)
+    }
+
+    fn bytes(&self) -> u64 {
+        Self::layout(self.len).size() as u64
+    }
+
+    /// Gives the region's whole pages back to the system while keeping them addressable: a
+    /// lookup still on its way through a table that was just replaced may read them, and reads
+    /// zeros (empty slots) or the old contents, which were all inserted. Either answer is safe
+    /// (see [`Table`]).
+    fn release(&self) {
+        #[cfg(unix)]
+        {
+            // SAFETY: `sysconf` only reads a constant of the system.
+            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+            let start = self.buckets as usize;
+            let first = start.next_multiple_of(page);
+            let end = (start + self.bytes() as usize) / page * page;
+            if end > first {
+                // SAFETY: the pages lie inside this region's live allocation, which no one
+                // writes any more; `MADV_DONTNEED` makes private anonymous pages read as zeros
+                // from now on (and the allocator assumes nothing of a live block's contents).
+                unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
+            }
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `zeroed` with this layout, and nothing refers to it any more.
+        unsafe { std::alloc::dealloc(self.buckets.cast_mut().cast(), Self::layout(self.len)) };
     }
 }
 
@@ -286,43 +401,28 @@ impl Key for u32 {
 /// at the first bucket with a free slot. A bucket is read whole ([`Key::scan`]), so the common
 /// insert — one bucket, seen or not — costs one cache miss and one well-predicted branch, and
 /// the processor can overlap the misses of consecutive inserts.
+///
+/// Any thread may search a table while its shard's writer adds to it ([`Table::holds`]). Such
+/// a lookup can only err towards "absent": a slot it reads is empty, or holds a key that was
+/// inserted. So "present" is final, and "absent" is confirmed under the shard's lock.
 struct Table<K> {
-    /// The buckets, from slot [`Table::first`] on, [`Key::EMPTY`] where free; one bucket's worth
-    /// of slots more than they need, so that the buckets can start on a cache line.
-    slots: Box<[K]>,
-    /// The slot where bucket 0 starts: the first on a 64-byte boundary.
-    first: usize,
+    region: Region,
     /// `K::BITS - log2(buckets)`: what [`Key::home`] shifts by.
     shift: u32,
     /// Buckets minus 1.
     bucket_mask: usize,
-    /// Slots in use.
-    occupied: usize,
-    /// [`Table::occupied`] at which the table doubles: 7/8 of the slots.
-    limit: usize,
-    /// Whether the key equal to [`Key::EMPTY`], which no slot can hold, is in the set.
-    empty_key: bool,
+    key: PhantomData<K>,
 }
 
 impl<K: Key> Table<K> {
     /// An empty table of `2^bits` buckets.
     fn with_bits(bits: u32) -> Self {
         let buckets = 1usize << bits;
-        // Zeroed memory, so the pages come from the kernel as they are touched.
-        let slots = vec![K::EMPTY; (buckets + 1) * K::LINE].into_boxed_slice();
-        let first = match slots.as_ptr().align_offset(64) {
-            offset if offset < K::LINE => offset,
-            _ => 0,
-        };
-        let capacity = buckets * K::LINE;
         Table {
-            slots,
-            first,
+            region: Region::zeroed(buckets),
             shift: K::BITS - bits,
             bucket_mask: buckets - 1,
-            occupied: 0,
-            limit: capacity - capacity / 8,
-            empty_key: false,
+            key: PhantomData,
         }
     }
 
@@ -336,9 +436,86 @@ impl<K: Key> Table<K> {
         K::BITS - self.shift
     }
 
-    /// Heap bytes of the slots.
-    fn bytes(&self) -> u64 {
-        std::mem::size_of_val(&*self.slots) as u64
+    /// Slots in the table.
+    fn capacity(&self) -> usize {
+        (self.bucket_mask + 1) * K::LINE
+    }
+
+    /// `Err` if `key` is in the table, else the bucket and slot where it belongs. `key` must not
+    /// be [`Key::EMPTY`].
+    #[inline(always)]
+    fn vacancy(&self, key: K) -> Result<(usize, usize), ()> {
+        let mut bucket = key.home(self.shift);
+        loop {
+            let (found, used) = K::scan(self.region.bucket(bucket), key);
+            if found {
+                return Err(());
+            }
+            // Buckets fill from the front, so the used slots are the first ones.
+            if used < K::LINE {
+                return Ok((bucket, used));
+            }
+            bucket = (bucket + 1) & self.bucket_mask;
+        }
+    }
+
+    /// Whether `key` (not [`Key::EMPTY`]) is in the table; safe while the writer inserts (see
+    /// [`Table`]).
+    #[inline(always)]
+    fn holds(&self, key: K) -> bool {
+        self.vacancy(key).is_err()
+    }
+
+    /// Where `key`'s home bucket is.
+    fn home_address(&self, key: K) -> *const Bucket {
+        self.region.address(key.home(self.shift))
+    }
+
+    /// The same keys in a table of twice the buckets, not yet shared with any other thread.
+    fn doubled(&self) -> Table<K> {
+        let bits = self.bits() + 1;
+        assert!(bits <= K::MAX_BITS, "a fingerprint set shard outgrew 2^{} buckets", K::MAX_BITS);
+        let grown = Table::with_bits(bits);
+        // The keys are distinct, so each only needs the first bucket with room from its home,
+        // found from a count per bucket (a 64th of the new table, for the rebuild only) rather
+        // than by reading the bucket. Taken in slot order, the keys' new homes nearly ascend,
+        // so the writes stream.
+        let mut used = vec![0u8; grown.bucket_mask + 1];
+        for bucket in 0..=self.bucket_mask {
+            for key in K::keys(self.region.bucket(bucket)) {
+                let mut home = key.home(grown.shift);
+                while usize::from(used[home]) == K::LINE {
+                    home = (home + 1) & grown.bucket_mask;
+                }
+                K::put(grown.region.bucket(home), usize::from(used[home]), key);
+                used[home] += 1;
+            }
+        }
+        grown
+    }
+}
+
+/// What only the thread holding a shard's lock touches: the shard's tables and their counts.
+struct Writer<K> {
+    /// The table inserts go to, which [`Shard::current`] points to.
+    table: Box<Table<K>>,
+    /// Tables outgrown, their memory released ([`Region::release`]) but kept addressable until
+    /// the set is dropped, for lookups that were still reading them.
+    #[allow(clippy::vec_box)] // boxed so that a table stays where lookups found it
+    retired: Vec<Box<Table<K>>>,
+    /// Slots in use.
+    occupied: usize,
+    /// [`Writer::occupied`] at which the table doubles: 7/8 of the slots.
+    limit: usize,
+    /// Whether the key equal to [`Key::EMPTY`], which no slot can hold, is in the set.
+    empty_key: bool,
+}
+
+impl<K: Key> Writer<K> {
+    fn new() -> Self {
+        let table = Box::new(Table::initial());
+        let capacity = table.capacity();
+        Writer { table, retired: Vec::new(), occupied: 0, limit: capacity - capacity / 8, empty_key: false }
     }
 
     /// Keys in the table.
@@ -346,89 +523,38 @@ impl<K: Key> Table<K> {
         self.occupied as u64 + u64::from(self.empty_key)
     }
 
-    /// The first slot of `bucket`.
-    fn start(&self, bucket: usize) -> usize {
-        self.first + bucket * K::LINE
-    }
-
-    /// Where bucket 0 starts in memory.
-    fn lines(&self) -> *const K {
-        self.slots[self.first..].as_ptr()
-    }
-
-    /// `None` if `key` is in the table, else the free slot where it belongs. `key` must not be
-    /// [`Key::EMPTY`].
+    /// Adds `key`, telling whether it was new. A resize is added to `bytes`, published to
+    /// `current`, and the old table's bytes subtracted.
     #[inline(always)]
-    fn vacancy(&self, key: K) -> Option<usize> {
-        let mut bucket = key.home(self.shift);
-        loop {
-            let start = self.start(bucket);
-            let (found, used) = K::scan(&self.slots[start..start + K::LINE], key);
-            if found {
-                return None;
-            }
-            // Buckets fill from the front, so the used slots are the first ones.
-            if used < K::LINE {
-                return Some(start + used);
-            }
-            bucket = (bucket + 1) & self.bucket_mask;
-        }
-    }
-
-    /// Whether `key` is in the table.
-    #[cfg(test)]
-    fn contains(&self, key: K) -> bool {
-        if key == K::EMPTY {
-            return self.empty_key;
-        }
-        self.vacancy(key).is_none()
-    }
-
-    /// Adds `key`, telling whether it was new. A resize is added to and then subtracted from
-    /// `bytes`.
-    #[inline(always)]
-    fn insert(&mut self, key: K, bytes: &AtomicU64) -> bool {
+    fn insert(&mut self, key: K, bytes: &AtomicU64, current: &AtomicPtr<Table<K>>) -> bool {
         if key == K::EMPTY {
             return !std::mem::replace(&mut self.empty_key, true);
         }
-        let Some(free) = self.vacancy(key) else {
+        let Ok((bucket, slot)) = self.table.vacancy(key) else {
             return false;
         };
-        self.slots[free] = key;
+        K::put(self.table.region.bucket(bucket), slot, key);
         self.occupied += 1;
         if self.occupied >= self.limit {
-            self.grow(bytes);
+            self.grow(bytes, current);
         }
         true
     }
 
-    /// Rebuilds the table at twice the size.
+    /// Replaces the table with one of twice the size.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, bytes: &AtomicU64) {
-        let bits = self.bits() + 1;
-        assert!(bits <= K::MAX_BITS, "a fingerprint set shard outgrew 2^{} buckets", K::MAX_BITS);
-        let mut grown = Table::with_bits(bits);
-        bytes.fetch_add(grown.bytes(), Relaxed);
-        // The keys are distinct, so each only needs the first bucket with room from its home,
-        // found from a count per bucket (a 64th of the new table, for the rebuild only) rather
-        // than by reading the bucket. Taken in slot order, the keys' new homes nearly ascend,
-        // so the writes stream.
-        let mut used = vec![0u8; grown.bucket_mask + 1];
-        for &key in self.slots.iter().filter(|&&key| key != K::EMPTY) {
-            let mut bucket = key.home(grown.shift);
-            while usize::from(used[bucket]) == K::LINE {
-                bucket = (bucket + 1) & grown.bucket_mask;
-            }
-            let slot = grown.start(bucket) + usize::from(used[bucket]);
-            grown.slots[slot] = key;
-            used[bucket] += 1;
-        }
-        grown.occupied = self.occupied;
-        grown.empty_key = self.empty_key;
-        let old_bytes = self.bytes();
-        *self = grown;
-        bytes.fetch_sub(old_bytes, Relaxed);
+    fn grow(&mut self, bytes: &AtomicU64, current: &AtomicPtr<Table<K>>) {
+        let grown = Box::new(self.table.doubled());
+        bytes.fetch_add(grown.region.bytes(), Relaxed);
+        let capacity = grown.capacity();
+        self.limit = capacity - capacity / 8;
+        // Release: a lookup that reads the new pointer sees the keys copied into its table.
+        current.store(std::ptr::from_ref::<Table<K>>(&grown).cast_mut(), Release);
+        let old = std::mem::replace(&mut self.table, grown);
+        old.region.release();
+        bytes.fetch_sub(old.region.bytes(), Relaxed);
+        self.retired.push(old);
     }
 }
 
@@ -440,32 +566,52 @@ struct Sharded<K> {
     bytes: AtomicU64,
 }
 
-/// One shard, on cache lines of its own so that threads on different shards do not contend.
+/// A value on cache lines of its own (two: Intel's prefetcher fetches lines in pairs), so that
+/// writes to its neighbours do not evict it from other cores.
 #[repr(align(128))]
+struct OwnLines<T>(T);
+
+/// One shard: the table every lookup reads, and the lock and counts that only inserts touch,
+/// apart so that the inserts of one thread do not slow the lookups of another.
 struct Shard<K> {
-    /// The table, locked by [`FingerprintSet::insert`] and borrowed by
+    /// The writer's current table (or, right after a resize, one it retired). Changed only by a
+    /// resize; every table it ever pointed to lives as long as the shard.
+    current: OwnLines<AtomicPtr<Table<K>>>,
+    /// Locked by [`FingerprintSet::insert`] to add a key found absent, borrowed by
     /// [`FingerprintSet::insert_mut`].
-    table: Mutex<Table<K>>,
-    /// The table's [`Table::len`], readable without the lock.
-    len: AtomicU64,
-    /// The table's [`Table::lines`] and [`Table::shift`], readable without the lock, for
-    /// [`FingerprintSet::prefetch`]. They may lag a resize; a prefetch of a stale address
-    /// loads a useless line but cannot fault.
-    lines: AtomicPtr<K>,
-    shift: AtomicU32,
+    writer: OwnLines<(Mutex<Writer<K>>, AtomicU64)>,
 }
 
 impl<K: Key> Shard<K> {
-    fn new(table: Table<K>) -> Self {
-        let (lines, shift) = (AtomicPtr::new(table.lines().cast_mut()), AtomicU32::new(table.shift));
-        Shard { table: Mutex::new(table), len: AtomicU64::new(0), lines, shift }
+    fn new() -> Self {
+        let writer = Writer::new();
+        let current = AtomicPtr::new(std::ptr::from_ref::<Table<K>>(&writer.table).cast_mut());
+        Shard { current: OwnLines(current), writer: OwnLines((Mutex::new(writer), AtomicU64::new(0))) }
     }
 
-    /// Records the table's length, and where its buckets are now that it may have grown.
-    fn published(&self, table: &Table<K>) {
-        self.len.store(table.len(), Relaxed);
-        self.lines.store(table.lines().cast_mut(), Relaxed);
-        self.shift.store(table.shift, Relaxed);
+    /// The table lookups read.
+    #[inline(always)]
+    fn current(&self) -> &Table<K> {
+        // SAFETY: `current` always points to a table owned by this shard's writer, as its
+        // current table or a retired one, and the writer frees none before the shard drops.
+        unsafe { &*self.current.0.load(Acquire) }
+    }
+
+    /// The table's length, readable without the lock.
+    fn len(&self) -> u64 {
+        self.writer.0 .1.load(Relaxed)
+    }
+
+    /// Adds `key` under the lock.
+    fn insert_locked(&self, key: K, bytes: &AtomicU64) -> bool {
+        // A panic under the lock (only the size assertion in `Table::doubled`) leaves the old,
+        // consistent table in place, so a poisoned writer is still good.
+        let mut writer = self.writer.0 .0.lock().unwrap_or_else(PoisonError::into_inner);
+        let new = writer.insert(key, bytes, &self.current.0);
+        if new {
+            self.writer.0 .1.store(writer.len(), Relaxed);
+        }
+        new
     }
 }
 
@@ -486,9 +632,8 @@ fn prefetch_line<T>(address: *const T) {
 impl<K: Key> Sharded<K> {
     /// 64 empty shards.
     fn new() -> Self {
-        let tables: Vec<Table<K>> = (0..SHARDS).map(|_| Table::initial()).collect();
-        let table_bytes: u64 = tables.iter().map(Table::bytes).sum();
-        let shards: Box<[Shard<K>]> = tables.into_iter().map(Shard::new).collect();
+        let shards: Box<[Shard<K>]> = (0..SHARDS).map(|_| Shard::new()).collect();
+        let table_bytes: u64 = shards.iter().map(|shard| shard.current().region.bytes()).sum();
         let bytes = std::mem::size_of_val(&*shards) as u64 + table_bytes;
         Sharded { shards, bytes: AtomicU64::new(bytes) }
     }
@@ -498,52 +643,49 @@ impl<K: Key> Sharded<K> {
         (fp >> (64 - SHARD_BITS)) as usize
     }
 
-    /// [`FingerprintSet::insert`].
+    /// [`FingerprintSet::insert`]: a lookup without the lock, which settles every key already
+    /// present (most of a search's), then, for one found absent, an insert under it.
     #[inline(always)]
     fn insert(&self, fp: u64) -> bool {
         let shard = &self.shards[Self::shard(fp)];
-        // A panic under the lock (only the size assertion in `Table::grow`) leaves the old,
-        // consistent table in place, so a poisoned table is still good.
-        let mut table = shard.table.lock().unwrap_or_else(PoisonError::into_inner);
-        let new = table.insert(K::of(fp), &self.bytes);
-        if new {
-            shard.published(&table);
+        let key = K::of(fp);
+        if key != K::EMPTY && shard.current().holds(key) {
+            return false;
         }
-        new
+        shard.insert_locked(key, &self.bytes)
     }
 
-    /// [`FingerprintSet::prefetch`]: the home bucket of `fp`, in the table as last published.
+    /// [`FingerprintSet::prefetch`]: the home bucket of `fp`.
     #[inline(always)]
     fn prefetch(&self, fp: u64) {
-        let shard = &self.shards[Self::shard(fp)];
-        let (lines, shift) = (shard.lines.load(Relaxed), shard.shift.load(Relaxed));
-        prefetch_line(lines.wrapping_add(K::of(fp).home(shift) * K::LINE));
+        prefetch_line(self.shards[Self::shard(fp)].current().home_address(K::of(fp)));
     }
 
     /// [`FingerprintSet::insert_mut`].
     #[cfg(test)]
-    #[inline(always)]
     fn insert_mut(&mut self, fp: u64) -> bool {
         let shard = &mut self.shards[Self::shard(fp)];
-        let table = shard.table.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let new = table.insert(K::of(fp), &self.bytes);
-        if new {
-            let (len, lines, shift) = (table.len(), table.lines().cast_mut(), table.shift);
-            (*shard.len.get_mut(), *shard.lines.get_mut(), *shard.shift.get_mut()) = (len, lines, shift);
-        }
+        let writer = shard.writer.0 .0.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let new = writer.insert(K::of(fp), &self.bytes, &shard.current.0);
+        *shard.writer.0 .1.get_mut() = writer.len();
         new
     }
 
     /// [`FingerprintSet::contains`].
     #[cfg(test)]
     fn contains(&self, fp: u64) -> bool {
-        let table = self.shards[Self::shard(fp)].table.lock().unwrap_or_else(PoisonError::into_inner);
-        table.contains(K::of(fp))
+        let writer = self.shards[Self::shard(fp)].writer.0 .0.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = K::of(fp);
+        if key == K::EMPTY {
+            writer.empty_key
+        } else {
+            writer.table.holds(key)
+        }
     }
 
     /// Keys per shard.
     fn shard_lens(&self) -> impl Iterator<Item = u64> + '_ {
-        self.shards.iter().map(|shard| shard.len.load(Relaxed))
+        self.shards.iter().map(Shard::len)
     }
 
     /// [`FingerprintSet::len`].
@@ -813,6 +955,24 @@ mod tests {
         assert_eq!(set.len(), 1_250_000);
         assert!((0..1_250_000).all(|i| set.contains(splitmix(i))));
         assert!(!set.contains(splitmix(1_250_000)));
+    }
+
+    /// A lookup may still be reading a table its shard has outgrown (its memory released). What
+    /// it finds there is never a key that was not inserted, so "present" stays a safe answer.
+    #[test]
+    fn an_outgrown_table_finds_no_key_that_was_not_inserted() {
+        let (shard, bytes) = (Shard::<u64>::new(), AtomicU64::new(0));
+        let outgrown: *const Table<u64> = shard.current();
+        let mut inserted = 0;
+        while std::ptr::eq(shard.current(), outgrown) {
+            inserted += 1;
+            assert!(shard.insert_locked(splitmix(inserted), &bytes));
+        }
+        // SAFETY: the shard keeps every table it retired until it is dropped.
+        let outgrown = unsafe { &*outgrown };
+        assert!((inserted + 1..inserted + 100_000).all(|i| !outgrown.holds(splitmix(i))));
+        assert!((1..=inserted).all(|i| shard.current().holds(splitmix(i))));
+        assert!((1..=inserted).all(|i| !shard.insert_locked(splitmix(i), &bytes)));
     }
 
     #[test]
