@@ -10,11 +10,15 @@
 //! depends on which worker reaches one first; one thread always reports the same one.) One
 //! thread runs the same code without spawning.
 //!
+//! A level is built and taken in chunks of [`CHUNK`] worlds: a worker fills chunks of the next
+//! level as it finds new worlds, takes whole chunks of the current one, and drops each world
+//! it expanded itself, so no thread gathers, moves or frees a level on its own between levels.
+//!
 //! Parent pointers are kept per worker as one `u64` per distinct world: the parent's reference
 //! (worker and index) and the successor ordinal that leads from it. A trace is rebuilt by
 //! following them to an initial world and re-executing the ordinals.
 
-use super::seen::{key_of, keyed_successors, Seen, Visit};
+use super::seen::{key_of, keyed_successors, lock, Seen, Visit};
 use crate::exploration::{Exploration, Found, Tally};
 use crate::Report;
 use foretell_model::{Protocol, Simulator, StepViolation, World};
@@ -30,8 +34,14 @@ const WORKER_BITS: u32 = 6;
 /// The most threads a search runs on.
 pub(crate) const MAX_THREADS: usize = 1 << WORKER_BITS;
 const ROOT: RecordRef = (1 << (INDEX_BITS + WORKER_BITS)) - 1;
-/// Worlds a worker takes from the level at a time.
+/// Worlds in a chunk of a level: what a worker takes at a time.
 const CHUNK: usize = 64;
+
+/// A world of a level, with the reference to its parent record.
+type Item<P> = (World<P>, RecordRef);
+
+/// A level: chunks of at most [`CHUNK`] worlds, each taken whole by one worker.
+type Level<P> = Vec<Mutex<Vec<Item<P>>>>;
 
 fn pack(parent: RecordRef, ordinal: u32) -> u64 {
     assert!(u64::from(ordinal) < 1 << ORDINAL_BITS, "a world has fewer than 16M successors");
@@ -47,13 +57,35 @@ struct Worker<P: Protocol> {
     index: usize,
     records: Vec<u64>,
     tally: Tally,
-    next: Vec<(World<P>, RecordRef)>,
+    /// The chunks of the next level this worker filled.
+    next: Vec<Vec<Item<P>>>,
+    /// The chunk of the next level being filled.
+    filling: Vec<Item<P>>,
     found: Option<(RecordRef, StepViolation)>,
 }
 
 impl<P: Protocol> Worker<P> {
     fn new(index: usize, properties: usize) -> Self {
-        Worker { index, records: Vec::new(), tally: Tally::new(properties), next: Vec::new(), found: None }
+        let (next, filling) = (Vec::new(), Vec::with_capacity(CHUNK));
+        Worker { index, records: Vec::new(), tally: Tally::new(properties), next, filling, found: None }
+    }
+
+    /// Adds a world to the next level.
+    fn push(&mut self, item: Item<P>) {
+        self.filling.push(item);
+        if self.filling.len() == CHUNK {
+            let full = std::mem::replace(&mut self.filling, Vec::with_capacity(CHUNK));
+            self.next.push(full);
+        }
+    }
+
+    /// Hands over the chunks of the next level this worker filled.
+    fn take_next(&mut self) -> impl Iterator<Item = Vec<Item<P>>> + '_ {
+        if !self.filling.is_empty() {
+            let last = std::mem::replace(&mut self.filling, Vec::with_capacity(CHUNK));
+            self.next.push(last);
+        }
+        self.next.drain(..)
     }
 
     fn record(&mut self, parent: RecordRef, ordinal: u32) -> RecordRef {
@@ -68,7 +100,10 @@ impl<P: Protocol> Worker<P> {
 struct Shared<'a, P: Protocol> {
     sim: Simulator<'a, P>,
     visited: &'a Seen,
-    level: &'a [(World<P>, RecordRef)],
+    level: &'a [Mutex<Vec<Item<P>>>],
+    /// The worlds in `level`.
+    worlds: usize,
+    /// The next chunk to take.
     cursor: AtomicUsize,
     stop: AtomicBool,
     /// Distinct worlds so far, for the states bound and progress.
@@ -83,7 +118,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     let visited = Seen::new(exp.options, false);
     let bits = exp.options.fingerprint_bits;
     let mut workers: Vec<Worker<P>> = (0..threads).map(|i| Worker::new(i, properties)).collect();
-    let mut level = Vec::new();
+    let mut initial = Vec::new();
     let mut root = 0u32;
     sim.initial_worlds(|_, world, violation| {
         let first = &mut workers[0];
@@ -91,18 +126,20 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
             let id = first.record(ROOT, root);
             match first.tally.examine(sim, &world, 0, violation) {
                 Some(v) => first.found = Some((id, v)),
-                None => level.push((world, id)),
+                None => initial.push((world, id)),
             }
         }
         root += 1;
     });
+    let mut worlds = initial.len();
+    let mut level = chunked(initial);
     let mut depth = 0;
     loop {
         let unique = workers.iter().map(|w| w.tally.unique).sum::<u64>();
-        if workers.iter().any(|w| w.found.is_some()) || level.is_empty() {
+        if workers.iter().any(|w| w.found.is_some()) || worlds == 0 {
             break;
         }
-        if exp.poll(unique, level.len()) || exp.at_depth_bound(depth) {
+        if exp.poll(unique, worlds) || exp.at_depth_bound(depth) {
             break;
         }
         let stopped = {
@@ -110,6 +147,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
                 sim,
                 visited: &visited,
                 level: &level,
+                worlds,
                 cursor: AtomicUsize::new(0),
                 stop: AtomicBool::new(false),
                 unique: AtomicU64::new(unique),
@@ -128,10 +166,9 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
             }
             shared.stop.load(Ordering::Relaxed)
         };
-        level.clear();
-        for worker in &mut workers {
-            level.append(&mut worker.next);
-        }
+        // Chunks a stopped level left untaken are dropped here.
+        level = workers.iter_mut().flat_map(Worker::take_next).map(Mutex::new).collect();
+        worlds = level.iter().map(|chunk| lock(chunk).len()).sum();
         depth += 1;
         if stopped && workers.iter().all(|w| w.found.is_none()) {
             break; // a bound or an interrupt stopped the level part-way; `poll` noted which
@@ -169,12 +206,14 @@ fn expand_level<P: Protocol>(
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        let start = shared.cursor.fetch_add(CHUNK, Ordering::Relaxed);
-        if start >= shared.level.len() {
+        let taken = shared.cursor.fetch_add(1, Ordering::Relaxed);
+        let Some(chunk) = shared.level.get(taken) else {
             return;
-        }
+        };
+        // Taken whole: its worlds are expanded, and then dropped, on this thread.
+        let chunk = std::mem::take(&mut *lock(chunk));
         let before = worker.tally.unique;
-        for (world, id) in &shared.level[start..(start + CHUNK).min(shared.level.len())] {
+        for (world, id) in &chunk {
             for mut s in keyed_successors(sim, world, shared.visited) {
                 worker.tally.transitions += 1;
                 if let Some(violation) = s.violation.take() {
@@ -193,7 +232,7 @@ fn expand_level<P: Protocol>(
                         worker.found = Some((child, v));
                         break;
                     }
-                    None => worker.next.push((next, child)),
+                    None => worker.push((next, child)),
                 }
             }
             if worker.found.is_some() {
@@ -204,12 +243,22 @@ fn expand_level<P: Protocol>(
         let unique = shared.unique.fetch_add(worker.tally.unique - before, Ordering::Relaxed);
         // One worker at a time polls the bounds, the interrupt and progress.
         if let Ok(_guard) = progress.try_lock() {
-            let queue = shared.level.len().saturating_sub(start);
+            let queue = shared.worlds.saturating_sub(taken * CHUNK);
             if exp.poll(unique, queue) {
                 shared.stop.store(true, Ordering::Relaxed);
             }
         }
     }
+}
+
+/// `items` as a level.
+fn chunked<P: Protocol>(items: Vec<Item<P>>) -> Level<P> {
+    let mut items = items.into_iter();
+    std::iter::from_fn(|| {
+        Some(items.by_ref().take(CHUNK).collect::<Vec<_>>()).filter(|chunk| !chunk.is_empty())
+    })
+    .map(Mutex::new)
+    .collect()
 }
 
 /// The initial world's index and the successor ordinals that lead to record `id`.
