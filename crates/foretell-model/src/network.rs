@@ -117,6 +117,15 @@ impl<M: Serialize> Network<M> {
         Network { kind, messages: Vec::new(), errors: Vec::new(), connections: Vec::new(), hash: 0 }
     }
 
+    /// A copy whose messages are copies too (see [`crate::World::detached`]).
+    pub(crate) fn detached(&self) -> Self
+    where
+        M: Clone,
+    {
+        let messages = self.messages.iter().map(|envelope| Arc::new((**envelope).clone())).collect();
+        Network { messages, ..self.clone() }
+    }
+
     pub(crate) fn kind(&self) -> NetworkKind {
         self.kind
     }

@@ -138,6 +138,34 @@ impl<P: Protocol> World<P> {
         self.pending.count_ones()
     }
 
+    /// An equal world that shares no memory with this one: its node slots, network and
+    /// messages are copies. Worlds share what a step did not change, behind reference counts,
+    /// and a thread that raises and drops counts another thread's worlds also raise and drop
+    /// waits for the cache line at each one; so an engine's worker detaches a world it takes
+    /// from another worker, and the worlds it builds from it then count only among themselves.
+    pub fn detached(&self) -> World<P> {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|slot| {
+                let NodeSlot { state, timers, clock, hash } = &**slot;
+                Arc::new(NodeSlot {
+                    state: state.clone(),
+                    timers: timers.clone(),
+                    clock: *clock,
+                    hash: *hash,
+                })
+            })
+            .collect();
+        World {
+            nodes,
+            network: Arc::new(self.network.detached()),
+            pending: self.pending,
+            faults_used: self.faults_used,
+            fingerprint: self.fingerprint,
+        }
+    }
+
     /// The world with its fingerprint recomputed from the cached part hashes (debug checks).
     pub(crate) fn sealed(mut self) -> Self {
         self.seal();

@@ -6,6 +6,8 @@
 //! reference. Each world of a breadth-first search is compared in full: the same steps, in the
 //! same order, with the same choices, reaching worlds with the same fingerprints. The worlds are
 //! met in breadth-first order, so most of the steps compared are recalled ones.
+//! A detached copy of each world (`World::detached`, which engines make of a world another
+//! thread built) must have the same successors too.
 
 use foretell_model::{Action, ChoiceOdometer, Model, NodeId, Protocol, Simulator, World};
 use foretell_systems::psharp::{failure_detector, proposers};
@@ -58,6 +60,12 @@ fn memo_agrees<P: Protocol>(name: &str, model: &Model<P>, limit: usize) -> usize
             next.push(built);
         });
         assert_eq!(recalled, fresh_steps(&sim, &world), "{name}: world {} differs", world.fingerprint());
+        // A detached copy (what a worker makes of a world it takes from another) steps alike.
+        let detached = world.detached();
+        assert_eq!(detached.fingerprint(), world.fingerprint(), "{name}: detaching keeps the fingerprint");
+        let mut from_detached = Vec::new();
+        sim.successors(&detached, |s| from_detached.push((s.action, s.choices.clone(), s.fingerprint().0)));
+        assert_eq!(from_detached, recalled, "{name}: a detached world steps as the original");
         compared += 1;
         for built in next {
             if seen.len() < limit && seen.insert(built.fingerprint()) {

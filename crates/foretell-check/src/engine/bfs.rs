@@ -13,6 +13,9 @@
 //! A level is built and taken in chunks of [`CHUNK`] worlds: a worker fills chunks of the next
 //! level as it finds new worlds, takes whole chunks of the current one, and drops each world
 //! it expanded itself, so no thread gathers, moves or frees a level on its own between levels.
+//! A worker takes the chunks it filled first, and then helps with the others' chunks, whose
+//! worlds it detaches ([`World::detached`]): each thread's worlds then share memory, and
+//! reference counts, only among themselves.
 //!
 //! Parent pointers are kept per worker as one `u64` per distinct world: the parent's reference
 //! (worker and index) and the successor ordinal that leads from it. A trace is rebuilt by
@@ -40,8 +43,28 @@ const CHUNK: usize = 64;
 /// A world of a level, with the reference to its parent record.
 type Item<P> = (World<P>, RecordRef);
 
-/// A level: chunks of at most [`CHUNK`] worlds, each taken whole by one worker.
-type Level<P> = Vec<Mutex<Vec<Item<P>>>>;
+/// One worker's share of a level: the chunks of at most [`CHUNK`] worlds it filled, each taken
+/// whole by one worker, and the next one to take.
+struct Share<P: Protocol> {
+    chunks: Vec<Mutex<Vec<Item<P>>>>,
+    cursor: AtomicUsize,
+}
+
+impl<P: Protocol> Share<P> {
+    fn new(chunks: impl Iterator<Item = Vec<Item<P>>>) -> Self {
+        Share { chunks: chunks.map(Mutex::new).collect(), cursor: AtomicUsize::new(0) }
+    }
+
+    /// Takes the next chunk, if one is left.
+    fn take(&self) -> Option<Vec<Item<P>>> {
+        let chunk = self.chunks.get(self.cursor.fetch_add(1, Ordering::Relaxed))?;
+        Some(std::mem::take(&mut *lock(chunk)))
+    }
+
+    fn worlds(&self) -> usize {
+        self.chunks.iter().map(|chunk| lock(chunk).len()).sum()
+    }
+}
 
 fn pack(parent: RecordRef, ordinal: u32) -> u64 {
     assert!(u64::from(ordinal) < 1 << ORDINAL_BITS, "a world has fewer than 16M successors");
@@ -100,11 +123,11 @@ impl<P: Protocol> Worker<P> {
 struct Shared<'a, P: Protocol> {
     sim: Simulator<'a, P>,
     visited: &'a Seen,
-    level: &'a [Mutex<Vec<Item<P>>>],
+    level: &'a [Share<P>],
     /// The worlds in `level`.
     worlds: usize,
-    /// The next chunk to take.
-    cursor: AtomicUsize,
+    /// Chunks taken so far.
+    taken: AtomicUsize,
     stop: AtomicBool,
     /// Distinct worlds so far, for the states bound and progress.
     unique: AtomicU64,
@@ -132,7 +155,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
         root += 1;
     });
     let mut worlds = initial.len();
-    let mut level = chunked(initial);
+    let mut level = vec![Share::new(chunked(initial))];
     let mut depth = 0;
     loop {
         let unique = workers.iter().map(|w| w.tally.unique).sum::<u64>();
@@ -148,7 +171,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
                 visited: &visited,
                 level: &level,
                 worlds,
-                cursor: AtomicUsize::new(0),
+                taken: AtomicUsize::new(0),
                 stop: AtomicBool::new(false),
                 unique: AtomicU64::new(unique),
                 depth,
@@ -167,8 +190,8 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
             shared.stop.load(Ordering::Relaxed)
         };
         // Chunks a stopped level left untaken are dropped here.
-        level = workers.iter_mut().flat_map(Worker::take_next).map(Mutex::new).collect();
-        worlds = level.iter().map(|chunk| lock(chunk).len()).sum();
+        level = workers.iter_mut().map(|worker| Share::new(worker.take_next())).collect();
+        worlds = level.iter().map(Share::worlds).sum();
         depth += 1;
         if stopped && workers.iter().all(|w| w.found.is_none()) {
             break; // a bound or an interrupt stopped the level part-way; `poll` noted which
@@ -206,12 +229,20 @@ fn expand_level<P: Protocol>(
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        let taken = shared.cursor.fetch_add(1, Ordering::Relaxed);
-        let Some(chunk) = shared.level.get(taken) else {
+        // Its own chunks first, then the others', in turn.
+        let shares = shared.level.len();
+        let Some((share, mut chunk)) =
+            (0..shares).map(|k| (worker.index + k) % shares).find_map(|s| Some((s, shared.level[s].take()?)))
+        else {
             return;
         };
+        let taken = shared.taken.fetch_add(1, Ordering::Relaxed);
         // Taken whole: its worlds are expanded, and then dropped, on this thread.
-        let chunk = std::mem::take(&mut *lock(chunk));
+        if share != worker.index {
+            for (world, _) in &mut chunk {
+                *world = world.detached();
+            }
+        }
         let before = worker.tally.unique;
         for (world, id) in &chunk {
             for mut s in keyed_successors(sim, world, shared.visited) {
@@ -251,14 +282,12 @@ fn expand_level<P: Protocol>(
     }
 }
 
-/// `items` as a level.
-fn chunked<P: Protocol>(items: Vec<Item<P>>) -> Level<P> {
+/// `items` in chunks.
+fn chunked<P: Protocol>(items: Vec<Item<P>>) -> impl Iterator<Item = Vec<Item<P>>> {
     let mut items = items.into_iter();
-    std::iter::from_fn(|| {
+    std::iter::from_fn(move || {
         Some(items.by_ref().take(CHUNK).collect::<Vec<_>>()).filter(|chunk| !chunk.is_empty())
     })
-    .map(Mutex::new)
-    .collect()
 }
 
 /// The initial world's index and the successor ordinals that lead to record `id`.

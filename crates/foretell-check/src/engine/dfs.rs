@@ -203,7 +203,8 @@ fn steal<P: Protocol>(shared: &Shared<'_, '_, '_, P>, me: usize) -> Option<Item<
         let victim = &shared.stealers[(me + offset) % n];
         loop {
             match victim.steal() {
-                Steal::Success(item) => return Some(item),
+                // Detached: see `World::detached`.
+                Steal::Success((world, path)) => return Some((world.detached(), path)),
                 Steal::Empty => break,
                 Steal::Retry => continue,
             }
