@@ -137,7 +137,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
 
     /// Whether `depth` is at the depth bound, so the world's successors are not explored.
     /// Notes the cut, which makes the completion `DepthBound` rather than `Exhausted`.
-    pub(crate) fn at_depth_bound(&mut self, depth: usize) -> bool {
+    pub(crate) fn at_depth_bound(&self, depth: usize) -> bool {
         let cut = self.options.depth_max.is_some_and(|max| depth >= max);
         if cut {
             self.note_depth_cut();

@@ -25,8 +25,9 @@ use super::seen::{key_of, keyed_successors, lock, Seen, Visit};
 use crate::exploration::{Exploration, Found, Tally};
 use crate::Report;
 use foretell_model::{Protocol, Simulator, StepViolation, World};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Barrier, Mutex, PoisonError, RwLock};
 
 /// A reference to a parent record: worker in the high bits, index in the low ones.
 type RecordRef = u64;
@@ -119,19 +120,56 @@ impl<P: Protocol> Worker<P> {
     }
 }
 
-/// What the workers share while a level is expanded.
-struct Shared<'a, P: Protocol> {
+/// What the workers share for the whole search. The workers are the same threads from the
+/// first level to the last (so that each keeps its own allocator arena and caches); between
+/// levels they wait at `barrier`, and the last to arrive builds the next level.
+struct Shared<'a, 'm, 'o, P: Protocol> {
     sim: Simulator<'a, P>,
+    exp: &'a Exploration<'m, 'o, P>,
     visited: &'a Seen,
-    level: &'a [Share<P>],
+    barrier: Barrier,
+    /// The current level: one share per worker.
+    level: RwLock<Vec<Share<P>>>,
+    /// Each worker's chunks of the next level, handed over when its part of a level is done.
+    next: Vec<Mutex<Vec<Vec<Item<P>>>>>,
     /// The worlds in `level`.
-    worlds: usize,
-    /// Chunks taken so far.
+    worlds: AtomicUsize,
+    /// Chunks of `level` taken so far.
     taken: AtomicUsize,
+    /// The depth of `level`.
+    depth: AtomicUsize,
+    /// A worker found a violation, or a bound or an interrupt stopped the search.
     stop: AtomicBool,
+    /// The search is over: no level follows.
+    done: AtomicBool,
     /// Distinct worlds so far, for the states bound and progress.
     unique: AtomicU64,
-    depth: usize,
+    /// Held by the worker that polls the bounds, the interrupt and progress.
+    progress: Mutex<()>,
+}
+
+impl<P: Protocol> Shared<'_, '_, '_, P> {
+    /// Whether a search with `worlds` in its level at `depth` ends there.
+    fn ends_at(&self, worlds: usize, depth: usize) -> bool {
+        self.stop.load(Ordering::Relaxed)
+            || worlds == 0
+            || self.exp.poll(self.unique.load(Ordering::Relaxed), worlds)
+            || self.exp.at_depth_bound(depth)
+    }
+
+    /// Between two levels, on the last worker to finish one: the next level from the chunks the
+    /// workers handed over. A level a stop cut short drops its untaken chunks here.
+    fn next_level(&self) {
+        let level: Vec<Share<P>> =
+            self.next.iter().map(|next| Share::new(std::mem::take(&mut *lock(next)).into_iter())).collect();
+        let worlds = level.iter().map(Share::worlds).sum();
+        let depth = self.depth.load(Ordering::Relaxed) + 1;
+        *self.level.write().unwrap_or_else(PoisonError::into_inner) = level;
+        self.worlds.store(worlds, Ordering::Relaxed);
+        self.taken.store(0, Ordering::Relaxed);
+        self.depth.store(depth, Ordering::Relaxed);
+        self.done.store(self.ends_at(worlds, depth), Ordering::Relaxed);
+    }
 }
 
 pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) -> Report {
@@ -154,49 +192,34 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
         }
         root += 1;
     });
-    let mut worlds = initial.len();
-    let mut level = vec![Share::new(chunked(initial))];
-    let mut depth = 0;
-    loop {
-        let unique = workers.iter().map(|w| w.tally.unique).sum::<u64>();
-        if workers.iter().any(|w| w.found.is_some()) || worlds == 0 {
-            break;
-        }
-        if exp.poll(unique, worlds) || exp.at_depth_bound(depth) {
-            break;
-        }
-        let stopped = {
-            let shared = Shared {
-                sim,
-                visited: &visited,
-                level: &level,
-                worlds,
-                taken: AtomicUsize::new(0),
-                stop: AtomicBool::new(false),
-                unique: AtomicU64::new(unique),
-                depth,
-            };
-            let (exp, progress) = (&exp, Mutex::new(()));
-            if threads == 1 {
-                expand_level(&shared, &mut workers[0], exp, &progress);
-            } else {
-                std::thread::scope(|scope| {
-                    for worker in &mut workers {
-                        let (shared, progress) = (&shared, &progress);
-                        scope.spawn(move || expand_level(shared, worker, exp, progress));
-                    }
-                });
+    let worlds = initial.len();
+    let shared = Shared {
+        sim,
+        exp: &exp,
+        visited: &visited,
+        barrier: Barrier::new(threads),
+        level: RwLock::new(vec![Share::new(chunked(initial))]),
+        next: (0..threads).map(|_| Mutex::default()).collect(),
+        worlds: AtomicUsize::new(worlds),
+        taken: AtomicUsize::new(0),
+        depth: AtomicUsize::new(0),
+        stop: AtomicBool::new(workers[0].found.is_some()),
+        done: AtomicBool::new(false),
+        unique: AtomicU64::new(workers[0].tally.unique),
+        progress: Mutex::new(()),
+    };
+    shared.done.store(shared.ends_at(worlds, 0), Ordering::Relaxed);
+    if threads == 1 {
+        work(&shared, &mut workers[0]);
+    } else {
+        std::thread::scope(|scope| {
+            for worker in &mut workers {
+                let shared = &shared;
+                scope.spawn(move || work(shared, worker));
             }
-            shared.stop.load(Ordering::Relaxed)
-        };
-        // Chunks a stopped level left untaken are dropped here.
-        level = workers.iter_mut().map(|worker| Share::new(worker.take_next())).collect();
-        worlds = level.iter().map(Share::worlds).sum();
-        depth += 1;
-        if stopped && workers.iter().all(|w| w.found.is_none()) {
-            break; // a bound or an interrupt stopped the level part-way; `poll` noted which
-        }
+        });
     }
+    drop(shared);
     for worker in &workers {
         exp.absorb(&worker.tally);
     }
@@ -214,25 +237,48 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     exp.finish(found)
 }
 
+/// One worker, from the first level to the last: its part of each level, then the wait for
+/// the others. A worker that panics (a broken engine invariant: handlers' panics are caught
+/// as violations long before) stops the search and keeps meeting the others at the barrier
+/// until they see it, then passes the panic on.
+fn work<P: Protocol>(shared: &Shared<'_, '_, '_, P>, worker: &mut Worker<P>) {
+    let mut panicked = None;
+    while !shared.done.load(Ordering::Relaxed) {
+        if panicked.is_none() {
+            let level = shared.level.read().unwrap_or_else(PoisonError::into_inner);
+            let expanded = catch_unwind(AssertUnwindSafe(|| expand_level(shared, &level, worker)));
+            if let Err(payload) = expanded {
+                shared.stop.store(true, Ordering::Relaxed);
+                panicked = Some(payload);
+            }
+        }
+        *lock(&shared.next[worker.index]) = worker.take_next().collect();
+        if shared.barrier.wait().is_leader() {
+            shared.next_level();
+        }
+        // The next level is built (or the search is done) before anyone goes on.
+        shared.barrier.wait();
+    }
+    if let Some(payload) = panicked {
+        resume_unwind(payload);
+    }
+}
+
 /// Expands the worlds of the current level this worker takes, until the level is done or the
 /// search must stop.
-fn expand_level<P: Protocol>(
-    shared: &Shared<'_, P>,
-    worker: &mut Worker<P>,
-    exp: &Exploration<'_, '_, P>,
-    progress: &Mutex<()>,
-) {
+fn expand_level<P: Protocol>(shared: &Shared<'_, '_, '_, P>, level: &[Share<P>], worker: &mut Worker<P>) {
+    let exp = shared.exp;
     let sim = shared.sim;
-    let depth = shared.depth as u32 + 1;
+    let depth = shared.depth.load(Ordering::Relaxed) as u32 + 1;
     let bits = exp.options.fingerprint_bits;
     loop {
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
         // Its own chunks first, then the others', in turn.
-        let shares = shared.level.len();
+        let shares = level.len();
         let Some((share, mut chunk)) =
-            (0..shares).map(|k| (worker.index + k) % shares).find_map(|s| Some((s, shared.level[s].take()?)))
+            (0..shares).map(|k| (worker.index + k) % shares).find_map(|s| Some((s, level[s].take()?)))
         else {
             return;
         };
@@ -273,8 +319,8 @@ fn expand_level<P: Protocol>(
         }
         let unique = shared.unique.fetch_add(worker.tally.unique - before, Ordering::Relaxed);
         // One worker at a time polls the bounds, the interrupt and progress.
-        if let Ok(_guard) = progress.try_lock() {
-            let queue = shared.worlds.saturating_sub(taken * CHUNK);
+        if let Ok(_guard) = shared.progress.try_lock() {
+            let queue = shared.worlds.load(Ordering::Relaxed).saturating_sub(taken * CHUNK);
             if exp.poll(unique, queue) {
                 shared.stop.store(true, Ordering::Relaxed);
             }
