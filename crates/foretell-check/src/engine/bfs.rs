@@ -121,8 +121,9 @@ impl<P: Protocol> Worker<P> {
 }
 
 /// What the workers share for the whole search. The workers are the same threads from the
-/// first level to the last (so that each keeps its own allocator arena and caches); between
-/// levels they wait at `barrier`, and the last to arrive builds the next level.
+/// first level to the last, so that no level pays for starting threads and a worker's share of
+/// a level is the worlds it built itself; between levels they wait at `barrier`, and the last
+/// to arrive builds the next level.
 struct Shared<'a, 'm, 'o, P: Protocol> {
     sim: Simulator<'a, P>,
     exp: &'a Exploration<'m, 'o, P>,
