@@ -61,10 +61,6 @@ impl<P: Protocol> Share<P> {
         let chunk = self.chunks.get(self.cursor.fetch_add(1, Ordering::Relaxed))?;
         Some(std::mem::take(&mut *lock(chunk)))
     }
-
-    fn worlds(&self) -> usize {
-        self.chunks.iter().map(|chunk| lock(chunk).len()).sum()
-    }
 }
 
 fn pack(parent: RecordRef, ordinal: u32) -> u64 {
@@ -161,9 +157,16 @@ impl<P: Protocol> Shared<'_, '_, '_, P> {
     /// Between two levels, on the last worker to finish one: the next level from the chunks the
     /// workers handed over. A level a stop cut short drops its untaken chunks here.
     fn next_level(&self) {
-        let level: Vec<Share<P>> =
-            self.next.iter().map(|next| Share::new(std::mem::take(&mut *lock(next)).into_iter())).collect();
-        let worlds = level.iter().map(Share::worlds).sum();
+        let mut worlds = 0;
+        let level: Vec<Share<P>> = self
+            .next
+            .iter()
+            .map(|next| {
+                let chunks = std::mem::take(&mut *lock(next));
+                worlds += chunks.iter().map(Vec::len).sum::<usize>();
+                Share::new(chunks.into_iter())
+            })
+            .collect();
         let depth = self.depth.load(Ordering::Relaxed) + 1;
         *self.level.write().unwrap_or_else(PoisonError::into_inner) = level;
         self.worlds.store(worlds, Ordering::Relaxed);
