@@ -26,6 +26,7 @@ const CLUSTER: &[(&str, Build)] = &[
     ("chord", |s| Ok(Box::new(chord::from_settings(s)?))),
     ("mace-transport", |s| Ok(Box::new(mace_transport::from_settings(s)?))),
     ("proposers", |s| Ok(Box::new(psharp::proposers_model(s)?))),
+    ("basic-paxos", |s| Ok(Box::new(psharp::basic_paxos_model(s)?))),
     ("chord-lookup", |s| Ok(Box::new(psharp::chord_lookup_model(s)?))),
     ("replicating-storage", |s| Ok(Box::new(psharp::replicating_storage_model(s)?))),
     ("failure-detector", |s| Ok(Box::new(psharp::failure_detector_model(s)?))),

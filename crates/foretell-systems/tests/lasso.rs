@@ -14,8 +14,8 @@ use foretell_check::{
 };
 use foretell_model::{Model, Protocol, Simulator};
 use foretell_systems::psharp::{
-    chord_lookup, dining_philosophers, failure_detector, leader_election, process_scheduler, proposers,
-    replicating_storage, sliding_window,
+    basic_paxos, chord_lookup, dining_philosophers, failure_detector, leader_election, process_scheduler,
+    proposers, replicating_storage, sliding_window,
 };
 
 fn options(method: LassoMethod, schedulers: Schedulers, executions: u64) -> LassoOptions {
@@ -188,9 +188,40 @@ fn leader_election_and_sliding_window_report_nothing() {
     assert_nothing(&run(&window, exact()));
 }
 
+/// The paper's Appendix C: the duel is a lasso of repeating *actions* whose values grow, so
+/// caching finds it with P#'s default partial hash (machine states and queued event kinds) and
+/// not with the full state, where nothing repeats; temperature does not find it either, as in
+/// Table II (a duel rarely lasts TT steps).
+#[test]
+fn proposers_duel_is_a_lasso_of_the_partial_hash_and_not_of_the_full_state() {
+    let model = proposers::model(&proposers::Config { bug: true });
+    let sticky = SchedulerKind::Probabilistic { coin_flips: 3 };
+    let report = run(&model, caching(sticky, 300));
+    let cycle = assert_lasso(&model, &report);
+    assert_eq!(nodes(&cycle), [0, 1, 2].into(), "the acceptor and both proposers run in the cycle");
+    let proposed: Vec<u64> = cycle.iter().filter_map(|e| e["msg"]["Propose"].as_u64()).collect();
+    assert!(proposed.windows(2).all(|w| w[0] <= w[1]) && proposed.first() < proposed.last(), "{cycle:?}");
+    let declines = cycle.iter().filter(|e| e["msg"].get("Decline").is_some()).count();
+    assert!(declines >= 2, "each proposer is declined in the cycle: {cycle:?}");
+
+    let full = LassoOptions { hash: HashChoice::Full, ..caching(sticky, 300) };
+    let full = run(&model, full);
+    assert_nothing(&full);
+    assert_eq!(full.discarded, 0, "no candidate cycle at all: the full state never repeats");
+    let temperature = options(LassoMethod::Temperature, Schedulers::One(SchedulerKind::Random), 2000);
+    assert_eq!(run(&model, temperature).buggy, 0);
+}
+
 #[test]
 fn proposers_with_a_distinguished_proposer_report_nothing() {
     let model = proposers::model(&proposers::Config { bug: false });
+    assert_nothing(&run(&model, options(LassoMethod::Caching, Schedulers::Portfolio, 2000)));
+    assert_nothing(&run(&model, exact()));
+}
+
+#[test]
+fn basic_paxos_with_a_distinguished_proposer_reports_nothing() {
+    let model = basic_paxos::model(&basic_paxos::Config { bug: false });
     assert_nothing(&run(&model, options(LassoMethod::Caching, Schedulers::Portfolio, 400)));
     let full =
         LassoOptions { hash: HashChoice::Full, ..options(LassoMethod::Caching, Schedulers::Portfolio, 400) };

@@ -10,7 +10,7 @@
 //! thread built) must have the same successors too.
 
 use foretell_model::{Action, ChoiceOdometer, Model, NodeId, Protocol, Simulator, World};
-use foretell_systems::psharp::{failure_detector, proposers};
+use foretell_systems::psharp::{basic_paxos, failure_detector};
 use foretell_systems::{mace_transport, paxos, randtree, two_phase_commit};
 use std::collections::{HashSet, VecDeque};
 
@@ -101,8 +101,8 @@ fn fifo_channels_transport_with_drops_and_timers() {
 
 #[test]
 fn fifo_inboxes_with_timers_and_choices() {
-    let proposers = proposers::model(&proposers::Config::default());
-    assert!(memo_agrees("proposers", &proposers, 3000) >= 3000);
+    let basic_paxos = basic_paxos::model(&basic_paxos::Config::default());
+    assert!(memo_agrees("basic-paxos", &basic_paxos, 3000) >= 3000);
     let detector = failure_detector::model(&failure_detector::Config::default());
     assert!(memo_agrees("failure-detector", &detector, 3000) >= 3000);
 }

@@ -1,6 +1,7 @@
 //! The P# liveness benchmarks of "Lasso Detection using Partial-State Caching" (Mudduluru et
 //! al., FMCAD'17, Table II), ported from their P# sources as described in
-//! `specs/psharp-benchmarks.md`, plus the paper's Dining Philosophers (section III).
+//! `specs/psharp-benchmarks.md` (Proposers from the paper's own description), plus the
+//! paper's Dining Philosophers (section III) and P#'s BasicPaxos.
 //!
 //! Each benchmark is a [`foretell_model::Protocol`] whose nodes are the P# machines (timers
 //! included, so the scheduler and the fairness check see them as P# does), on one FIFO inbox
@@ -10,6 +11,7 @@
 //! needs one inside a handler, the benchmark's module says how the handler was split. The
 //! buggy version is the `--bug` variant; the default is the fixed one.
 
+pub mod basic_paxos;
 pub mod chord_lookup;
 pub mod dining_philosophers;
 pub mod failure_detector;
@@ -25,7 +27,7 @@ use crate::{ConfigError, Param, Settings, System, Variant};
 use foretell_check::DynModel;
 use foretell_model::{Model, Protocol};
 
-/// The benchmarks' registry entries, in Table II's order.
+/// The benchmarks' registry entries, in Table II's order, then the two beyond it.
 pub(crate) fn systems() -> Vec<System> {
     vec![
         System {
@@ -100,6 +102,14 @@ pub(crate) fn systems() -> Vec<System> {
             scenarios: &[],
             build: |s| boxed(dining_philosophers_model(s)?),
         },
+        System {
+            name: "basic-paxos",
+            about: basic_paxos::ABOUT,
+            params: &[],
+            variants: &[Variant { name: "duelling", help: basic_paxos::BUG }],
+            scenarios: &[],
+            build: |s| boxed(basic_paxos_model(s)?),
+        },
     ]
 }
 
@@ -116,6 +126,10 @@ fn started<P: Protocol>(model: Model<P>, settings: &Settings) -> Result<Model<P>
 /// needs).
 pub(crate) fn proposers_model(s: &Settings) -> Result<Model<proposers::Proposers>, ConfigError> {
     started(proposers::model(&proposers::Config { bug: s.is("duelling") }), s)
+}
+
+pub(crate) fn basic_paxos_model(s: &Settings) -> Result<Model<basic_paxos::BasicPaxos>, ConfigError> {
+    started(basic_paxos::model(&basic_paxos::Config { bug: s.is("duelling") }), s)
 }
 
 pub(crate) fn chord_lookup_model(s: &Settings) -> Result<Model<chord_lookup::ChordLookup>, ConfigError> {
