@@ -7,7 +7,10 @@
 use crate::{
     resident_bytes, CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Violation,
 };
-use foretell_model::{Action, FixedChoices, PropertyKind, Protocol, Simulator, StepViolation, World};
+use foretell_model::{
+    Action, FixedChoices, PropertyKind, Protocol, Simulator, StepViolation, Trace, TraceVerdict,
+    ViolationKind, World,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -202,8 +205,11 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
         }
     }
 
-    /// The steps (action, choices) that follow successor `ordinals` from initial world `root`.
-    pub(crate) fn steps_from_ordinals(&self, root: u32, ordinals: &[u32]) -> (Vec<usize>, Steps) {
+    /// The finding of `violation` at the end of the path that follows successor `ordinals` from
+    /// initial world `root`: the violation with the path's steps (action, choices). Where the
+    /// re-executed path has no successor with the recorded ordinal, it ends there, and the
+    /// finding is that some handler is nondeterministic (the trace says where).
+    pub(crate) fn found_at(&self, violation: StepViolation, root: u32, ordinals: &[u32]) -> Found {
         let mut init = None;
         let mut index = 0u32;
         self.sim.initial_worlds(|choices, world, _| {
@@ -215,13 +221,16 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
         let (init_choices, mut world) = init.expect("a recorded root is an initial world");
         let mut steps = Vec::with_capacity(ordinals.len());
         for &ordinal in ordinals {
-            let (action, choices) =
-                self.sim.successor_step(&world, ordinal).expect("a recorded ordinal names a successor");
+            let Some((action, choices)) = self.sim.successor_step(&world, ordinal) else {
+                let problem = format!("the world the steps before it reach has no successor {ordinal}");
+                let parted = TraceVerdict::parted(steps.len() + 1, &problem);
+                return (parted.into(), init_choices, steps);
+            };
             let mut chooser = FixedChoices::new(&choices);
             world = self.sim.step(&world, action, &mut chooser, false).world;
             steps.push((action, choices));
         }
-        (init_choices, steps)
+        (violation, init_choices, steps)
     }
 
     /// The report, with `found` (the violation and the steps that reach it) if any.
@@ -237,9 +246,12 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             (None, None) => Completion::Exhausted,
         };
         let mut violations = Vec::new();
-        if let Some((violation, init_choices, steps)) = found {
+        if let Some((mut violation, init_choices, steps)) = found {
             let mut trace = self.sim.record(&init_choices, &steps);
             trace.engine = Some(self.options.engine.name().to_string());
+            if violation.kind != ViolationKind::Nondeterminism {
+                diverged(&mut violation, &mut trace);
+            }
             violations.push(Violation {
                 property: violation.property,
                 kind: violation.kind,
@@ -259,4 +271,18 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             lmc: None,
         }
     }
+}
+
+/// Makes a finding whose path does not re-execute into its violation a finding of
+/// nondeterminism: the recording parted from the search, or the path reaches no violation.
+fn diverged(violation: &mut StepViolation, trace: &mut Trace) {
+    let verdict = match &trace.verdict {
+        Some(v) if v.kind == ViolationKind::Nondeterminism => v.clone(),
+        Some(_) => return,
+        None => {
+            let problem = format!("it reaches no violation, where the search found {:?}", violation.property);
+            trace.verdict.insert(TraceVerdict::parted(trace.steps.len(), &problem)).clone()
+        }
+    };
+    *violation = verdict.into();
 }

@@ -46,6 +46,11 @@ pub enum ViolationKind {
     /// A handler did not return (a liveness engine's finding: the trace ends before the step
     /// that hung, which is named in the verdict).
     Divergence,
+    /// The path a search found did not re-execute as it was explored: some handler (or `init`)
+    /// is not a function of its node's state, its event and its choices — it read a clock, a
+    /// random generator, a `HashMap`'s iteration order or a global. The trace ends where the
+    /// re-execution parted from the search.
+    Nondeterminism,
 }
 
 impl fmt::Display for ViolationKind {
@@ -56,6 +61,7 @@ impl fmt::Display for ViolationKind {
             ViolationKind::Panic => "panic",
             ViolationKind::Liveness => "liveness",
             ViolationKind::Divergence => "divergence",
+            ViolationKind::Nondeterminism => "nondeterminism",
         })
     }
 }
@@ -1029,6 +1035,13 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             at < ordinal
         });
         found
+    }
+
+    /// Whether `action` is one of `world`'s enabled actions.
+    pub fn is_enabled(&self, world: &World<P>, action: Action) -> bool {
+        let mut actions = Vec::new();
+        self.actions(world, &mut actions);
+        actions.contains(&action)
     }
 
     /// The first `always` property that `world` violates.

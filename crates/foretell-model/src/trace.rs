@@ -100,6 +100,28 @@ pub struct TraceVerdict {
     pub message: String,
 }
 
+impl From<TraceVerdict> for StepViolation {
+    fn from(verdict: TraceVerdict) -> Self {
+        StepViolation { kind: verdict.kind, property: verdict.property, message: verdict.message }
+    }
+}
+
+impl TraceVerdict {
+    /// The verdict on a path that parted, at `step`, from what a search explored, for the
+    /// reason `problem`: some handler is not a function of its state, event and choices.
+    pub fn parted(step: usize, problem: &str) -> Self {
+        TraceVerdict {
+            property: "deterministic handlers".into(),
+            kind: ViolationKind::Nondeterminism,
+            step,
+            message: format!(
+                "step {step} did not re-execute as the search explored it ({problem}): a handler is \
+                 not a function of its state, event and choices"
+            ),
+        }
+    }
+}
+
 /// A replayable trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
@@ -280,9 +302,11 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// the trace begins at the initial world and the scenario's steps come first. The verdict
     /// is the first violation met: a handler's, or an `always` property false in a world.
     ///
-    /// # Panics
-    /// If the steps do not re-execute as given — an engine bug, since engines produce them from
-    /// this simulator.
+    /// Steps that do not re-execute as given — an action not enabled in the world the earlier
+    /// steps reach, or choices the handler does not ask for — end the trace there, with a
+    /// [`ViolationKind::Nondeterminism`] verdict unless a violation came first: engines produce
+    /// the steps from this simulator, so only a handler that is not a function of its state,
+    /// event and choices makes them part.
     pub fn record(&self, init_choices: &[usize], steps: &[(Action, Vec<usize>)]) -> Trace {
         let prefix = self.start().map_or(&[][..], |start| &start.steps[..]);
         let scenario = self
@@ -292,8 +316,10 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let steps: Vec<&(Action, Vec<usize>)> = prefix.iter().chain(steps).collect();
         let mut chooser = FixedChoices::new(init_choices);
         let (mut world, _, init_violation, _) = self.init_with(&mut chooser, true);
-        chooser.finish().expect("engine-produced initial choices re-execute");
-        let mut verdict = self.verdict_at(0, init_violation, &world);
+        let mut verdict = match chooser.finish() {
+            Ok(()) => self.verdict_at(0, init_violation, &world),
+            Err(problem) => Some(TraceVerdict::parted(0, &format!("init chose differently: {problem}"))),
+        };
         let initial = TraceInitial {
             choices: init_choices.to_vec(),
             fingerprint: world.fingerprint().to_string(),
@@ -301,9 +327,23 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         };
         let mut trace_steps = Vec::with_capacity(steps.len());
         for (i, &(action, choices)) in steps.iter().enumerate() {
+            if verdict.as_ref().is_some_and(|v| v.kind == ViolationKind::Nondeterminism) {
+                break;
+            }
+            if !self.is_enabled(&world, *action) {
+                let problem = format!("{action:?} is not enabled in the world the steps before it reach");
+                verdict.get_or_insert(TraceVerdict::parted(i + 1, &problem));
+                break;
+            }
             let mut chooser = FixedChoices::new(choices);
             let outcome = self.step(&world, *action, &mut chooser, true);
-            chooser.finish().expect("engine-produced choices re-execute");
+            if let Err(problem) = chooser.finish() {
+                verdict.get_or_insert(TraceVerdict::parted(
+                    i + 1,
+                    &format!("its handler chose differently: {problem}"),
+                ));
+                break;
+            }
             let record = outcome.record.expect("recording was asked for");
             world = outcome.world;
             let node = record.event.node();
@@ -389,8 +429,12 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
         // A liveness or divergence verdict is a search's conclusion, not something one path
         // re-executes into: replay checks its path.
-        let decidable =
-            |v: &&TraceVerdict| !matches!(v.kind, ViolationKind::Liveness | ViolationKind::Divergence);
+        let decidable = |v: &&TraceVerdict| {
+            !matches!(
+                v.kind,
+                ViolationKind::Liveness | ViolationKind::Divergence | ViolationKind::Nondeterminism
+            )
+        };
         if let Some(expected) = trace.verdict.as_ref().filter(decidable) {
             let same =
                 verdict.as_ref().is_some_and(|v| v.property == expected.property && v.step == expected.step);

@@ -235,8 +235,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     let found = workers.iter_mut().find_map(|w| w.found.take());
     let found: Option<Found> = found.map(|(id, violation)| {
         let (root, ordinals) = path(&workers, id);
-        let (init_choices, steps) = exp.steps_from_ordinals(root, &ordinals);
-        (violation, init_choices, steps)
+        exp.found_at(violation, root, &ordinals)
     });
     exp.finish(found)
 }

@@ -112,8 +112,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     debug_assert_eq!(exp.stats.unique_states, visited_len, "every new world is counted once");
     let found: Option<Found> = found.map(|(path, violation)| {
         let (root, ordinals) = path.unwind();
-        let (init_choices, steps) = exp.steps_from_ordinals(root, &ordinals);
-        (violation, init_choices, steps)
+        exp.found_at(violation, root, &ordinals)
     });
     exp.finish(found)
 }

@@ -342,6 +342,9 @@ impl<'m, P: Protocol> Lasso<'m, P> {
         let mut trace = exec.sim.record(init_choices, steps);
         trace.engine = Some(format!("lasso ({method})"));
         trace.seed = Some(self.options.seed);
+        if trace.verdict.as_ref().is_some_and(|v| v.kind == ViolationKind::Nondeterminism) {
+            return trace; // the execution did not re-execute: that is the finding
+        }
         let offset = trace.scenario.as_ref().map_or(0, |s| s.steps);
         let last = trace.steps.len();
         let (cycle_start, cycle_length, method, message) = match kind {
@@ -384,7 +387,8 @@ impl<'m, P: Protocol> Lasso<'m, P> {
     }
 }
 
-/// The monitors' states at the end of `steps`.
+/// The monitors' states at the end of `steps`, or where a step stops re-executing (a
+/// nondeterministic handler).
 fn monitors_after<P: Protocol>(
     exec: &Executor<'_, '_, P>,
     init_choices: &[usize],
@@ -400,8 +404,7 @@ fn monitors_after<P: Protocol>(
     let mut monitors: Vec<_> = exec.monitors.iter().map(|m| m.init(&world)).collect();
     for (action, choices) in steps {
         let mut chooser = foretell_model::FixedChoices::new(choices);
-        let stepped =
-            exec.step(&world, &monitors, *action, &mut chooser).expect("a recorded step re-executes");
+        let Ok(stepped) = exec.step(&world, &monitors, *action, &mut chooser) else { break };
         world = stepped.world;
         monitors = stepped.monitors;
     }

@@ -33,7 +33,7 @@ use combine::{Combiner, Preliminary};
 use explore::{LocalSpace, StateId, Step};
 use foretell_model::{
     Action, FixedChoices, LocalEvent, ModelError, NodeId, Property, PropertyKind, Protocol, Simulator, Trace,
-    World,
+    TraceVerdict, World,
 };
 use serde::{Deserialize, Serialize};
 use soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
@@ -273,15 +273,14 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
     }
 
     /// The violation soundness verification found, with the global trace of its `order`
-    /// re-executed by the ordinary simulator.
-    ///
-    /// # Panics
-    /// If the order does not re-execute into a violation: an engine bug, since soundness
-    /// verification follows the simulator's own semantics.
+    /// re-executed by the ordinary simulator. Soundness verification follows the simulator's
+    /// own semantics, so an order that does not re-execute into a violation means that a
+    /// handler is not a function of its state, event and choices: that is the finding then.
     fn violation(&mut self, space: &LocalSpace<'_, '_, P>, order: &[(NodeId, SeqEvent)]) -> Violation {
         let sim = self.sim;
         let mut world = self.start.clone();
         let mut steps: Vec<(Action, Vec<usize>)> = Vec::with_capacity(order.len());
+        let mut parted = None;
         for &(node, event) in order {
             let states = &space.nodes[node.index()].states;
             let pred = &states[event.to as usize].preds[event.pred as usize];
@@ -290,15 +289,28 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
                 Step::Local(action) => action.event(),
             };
             let global = sim.local_event(node, &states[pred.from as usize].local, local_event);
-            let action = sim.find_action(&world, &global).expect("a sound order's event is enabled");
+            let Some(action) = sim.find_action(&world, &global) else {
+                parted = Some("its event is not enabled in the world the steps before it reach".to_string());
+                break;
+            };
             let mut chooser = FixedChoices::new(&pred.choices);
             let outcome = sim.step(&world, action, &mut chooser, false);
-            chooser.finish().expect("a sound order's choices re-execute");
+            if let Err(problem) = chooser.finish() {
+                parted = Some(format!("its handler chose differently: {problem}"));
+                break;
+            }
             world = outcome.world;
             steps.push((action, pred.choices.to_vec()));
         }
-        let trace = self.trace(&steps);
-        let verdict = trace.verdict.as_ref().expect("a sound order ends in a violation");
+        let mut trace = self.trace(&steps);
+        // A violation the re-executed steps reach stands; otherwise the order parted.
+        if trace.verdict.is_none() {
+            trace.verdict = Some(match parted {
+                Some(problem) => TraceVerdict::parted(steps.len() + 1, &problem),
+                None => TraceVerdict::parted(steps.len(), "the order reaches no violation"),
+            });
+        }
+        let verdict = trace.verdict.as_ref().expect("a verdict was just made sure of");
         Violation {
             property: verdict.property.clone(),
             kind: verdict.kind,

@@ -1,0 +1,148 @@
+//! A handler that is not a function of its state, event and choices makes a search's path fail
+//! to re-execute into a trace. Every engine then reports that finding, with the trace up to
+//! where the re-execution parted from the search, instead of panicking.
+
+use foretell_check::{Check, CheckOptions, EngineKind, Report};
+use foretell_model::{Driver, Model, NodeId, Out, Protocol, Simulator, ViolationKind, World};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Counts to 3 on a spontaneous input until `drifted` is set — which the tests do when the
+/// search is over, before its finding is recorded as a trace. After that, `Drift::Count` still
+/// counts but also sends itself a message it never sent during the search, and
+/// `Drift::Silence` stops counting and stops sending the message each count used to send.
+struct Flaky {
+    drifted: &'static AtomicBool,
+    drift: Drift,
+}
+
+#[derive(Clone, Copy)]
+enum Drift {
+    /// Later runs do what the search saw, and send an extra message.
+    Count,
+    /// Later runs change nothing and send nothing.
+    Silence,
+}
+
+impl Protocol for Flaky {
+    type State = u32;
+    type Msg = ();
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u32 {
+        0
+    }
+
+    fn on_message(&self, _: NodeId, _: &mut u32, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+
+    fn on_input(&self, me: NodeId, count: &mut u32, _: &(), out: &mut Out<'_, Self>) {
+        let honest = !self.drifted.load(Ordering::Relaxed);
+        match (honest, self.drift) {
+            (true, Drift::Silence) => {
+                *count += 1;
+                out.send(me, ());
+            }
+            (true, Drift::Count) => *count += 1,
+            (false, Drift::Count) => {
+                *count += 1;
+                out.send(me, ());
+            }
+            (false, Drift::Silence) => {}
+        }
+    }
+}
+
+fn model(drifted: &'static AtomicBool, drift: Drift) -> Model<Flaky> {
+    Model::new(Flaky { drifted, drift })
+        .driver(Driver::new().spontaneous(NodeId(0), ()))
+        .always("below 3", |w: &World<Flaky>| w.states().all(|c| *c < 3))
+}
+
+/// Runs `engine` with honest handlers; when `drift` is set, they drift once the search is over
+/// (the engine reports its final progress before it records the finding's trace).
+fn check(drifted: &'static AtomicBool, drift: Option<Drift>, engine: EngineKind) -> Report {
+    drifted.store(false, Ordering::Relaxed);
+    let done = drift.is_some().then(|| {
+        Arc::new(move |progress: &foretell_check::Progress| {
+            if progress.queue == 0 {
+                drifted.store(true, Ordering::Relaxed);
+            }
+        }) as foretell_check::ProgressSink
+    });
+    let options = CheckOptions { engine, progress: done, ..CheckOptions::default() };
+    let model = model(drifted, drift.unwrap_or(Drift::Count));
+    Check::with_options(&model, options).try_run().expect("a valid model")
+}
+
+/// The honest model violates "below 3" after three inputs, under every engine.
+#[test]
+fn an_honest_handler_is_found_violating_the_invariant() {
+    static DRIFTED: AtomicBool = AtomicBool::new(false);
+    for engine in [EngineKind::Bfs, EngineKind::Dfs, EngineKind::Stateless] {
+        let report = check(&DRIFTED, None, engine);
+        let violation = &report.violations[0];
+        assert_eq!(violation.property, "below 3", "{report}");
+        assert_eq!(violation.trace.steps.len(), 3, "{report}");
+    }
+}
+
+/// After the search, a handler sends a message it did not send during the search: the path
+/// still re-executes, but into worlds with other fingerprints, and the recorded trace reaches
+/// the violation; the report stands and the trace says what happened.
+#[test]
+fn a_handler_that_changes_what_it_sends_still_yields_a_trace() {
+    static DRIFTED: AtomicBool = AtomicBool::new(false);
+    for engine in [EngineKind::Bfs, EngineKind::Dfs, EngineKind::Stateless] {
+        let report = check(&DRIFTED, Some(Drift::Count), engine);
+        let violation = &report.violations[0];
+        assert_eq!(violation.property, "below 3", "{engine:?}: {report}");
+        assert_eq!(violation.trace.verdict.as_ref().map(|v| v.kind), Some(ViolationKind::Invariant));
+    }
+}
+
+/// After the search, a handler stops doing what it did: the recorded path reaches no
+/// violation, or a delivery of a message that was never sent. Each engine reports
+/// nondeterminism with the trace up to that point instead of panicking.
+#[test]
+fn a_handler_that_stops_doing_what_it_did_is_reported_as_nondeterministic() {
+    static DRIFTED: AtomicBool = AtomicBool::new(false);
+    for engine in [EngineKind::Bfs, EngineKind::Dfs, EngineKind::Stateless] {
+        let report = check(&DRIFTED, Some(Drift::Silence), engine);
+        let violation = &report.violations[0];
+        assert_eq!(violation.kind, ViolationKind::Nondeterminism, "{engine:?}: {report}");
+        assert!(violation.message.contains("not a function of its state"), "{}", violation.message);
+        let verdict = violation.trace.verdict.as_ref().expect("a verdict");
+        assert_eq!(verdict.kind, ViolationKind::Nondeterminism);
+        assert!(violation.trace.steps.len() <= 3);
+        // The trace is still a document `show` prints.
+        let text = violation.trace.to_text(true);
+        assert!(text.contains("nondeterminism") || text.contains("deterministic handlers"), "{text}");
+    }
+}
+
+/// Recording a path whose delivery no longer exists ends the trace at that step instead of
+/// indexing past the network.
+#[test]
+fn recording_a_step_that_is_not_enabled_ends_the_trace() {
+    static DRIFTED: AtomicBool = AtomicBool::new(false);
+    let model = model(&DRIFTED, Drift::Silence);
+    let simulator = Simulator::new(&model).expect("valid");
+    let mut world = None;
+    simulator.initial_worlds(|_, w, _| world = Some(w));
+    let world = world.expect("an initial world");
+    let mut actions = Vec::new();
+    simulator.actions(&world, &mut actions);
+    let input = actions[0];
+    let mut chooser = foretell_model::FixedChoices::new(&[]);
+    let after = simulator.step(&world, input, &mut chooser, false).world;
+    simulator.actions(&after, &mut actions);
+    let delivery = actions[0];
+    assert_ne!(delivery, input, "the honest run sent a message");
+    // Recording re-runs the input handler, which now sends nothing: the delivery is gone.
+    DRIFTED.store(true, Ordering::Relaxed);
+    let trace = simulator.record(&[], &[(input, vec![]), (delivery, vec![])]);
+    assert_eq!(trace.steps.len(), 1);
+    let verdict = trace.verdict.expect("a verdict");
+    assert_eq!((verdict.kind, verdict.step), (ViolationKind::Nondeterminism, 2));
+}
