@@ -15,11 +15,29 @@ pub fn foretell(args: &[&str], dir: &Path) -> Output {
         .expect("the binary runs")
 }
 
-/// A fresh directory for test `name` of this process.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh directory for test `name` of this process, removed with everything in it when the
+/// test drops it (a failing test's panic drops it too).
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("foretell-test-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// A test's scratch directory; see [`scratch`].
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The standard output as text.
