@@ -277,7 +277,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
 /// nondeterminism: the recording parted from the search, or the path reaches no violation.
 fn diverged(violation: &mut StepViolation, trace: &mut Trace) {
     let verdict = match &trace.verdict {
-        Some(v) if v.kind == ViolationKind::Nondeterminism => v.clone(),
+        Some(v) if trace.parted() => v.clone(),
         Some(_) => return,
         None => {
             let problem = format!("it reaches no violation, where the search found {:?}", violation.property);

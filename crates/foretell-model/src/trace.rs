@@ -251,6 +251,12 @@ impl fmt::Display for ReplayError {
 }
 
 impl Trace {
+    /// Whether recording this trace parted from the path a search explored (its verdict is
+    /// [`ViolationKind::Nondeterminism`]): no conclusion about the path should replace it.
+    pub fn parted(&self) -> bool {
+        self.verdict.as_ref().is_some_and(|v| v.kind == ViolationKind::Nondeterminism)
+    }
+
     /// Reads a trace from JSON text.
     ///
     /// # Errors

@@ -342,7 +342,7 @@ impl<'m, P: Protocol> Lasso<'m, P> {
         let mut trace = exec.sim.record(init_choices, steps);
         trace.engine = Some(format!("lasso ({method})"));
         trace.seed = Some(self.options.seed);
-        if trace.verdict.as_ref().is_some_and(|v| v.kind == ViolationKind::Nondeterminism) {
+        if trace.parted() {
             return trace; // the execution did not re-execute: that is the finding
         }
         let offset = trace.scenario.as_ref().map_or(0, |s| s.steps);

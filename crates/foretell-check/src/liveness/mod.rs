@@ -676,12 +676,14 @@ impl<P: Protocol> Run<P> {
                 self.dmax, self.options.raises
             ),
         };
-        trace.verdict = Some(TraceVerdict {
-            property: not_live.join(", "),
-            kind: ViolationKind::Liveness,
-            step: offset + critical.step,
-            message,
-        });
+        if !trace.parted() {
+            trace.verdict = Some(TraceVerdict {
+                property: not_live.join(", "),
+                kind: ViolationKind::Liveness,
+                step: offset + critical.step,
+                message,
+            });
+        }
         let nearest =
             critical.nearest.as_ref().map(|n| self.nearest_live(steps, worlds, n, critical.step, offset));
         let (nearest_live, diff) = match nearest {
@@ -762,12 +764,14 @@ impl<P: Protocol> Run<P> {
             ),
             None => format!("a handler did not return within {:?}", self.options.watchdog),
         };
-        trace.verdict = Some(TraceVerdict {
-            property: "divergence".into(),
-            kind: ViolationKind::Divergence,
-            step: trace.steps.len() + 1,
-            message: what,
-        });
+        if !trace.parted() {
+            trace.verdict = Some(TraceVerdict {
+                property: "divergence".into(),
+                kind: ViolationKind::Divergence,
+                step: trace.steps.len() + 1,
+                message: what,
+            });
+        }
         self.finish(LivenessVerdict::Divergence, Some(trace))
     }
 
