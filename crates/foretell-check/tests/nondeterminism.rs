@@ -88,8 +88,9 @@ fn an_honest_handler_is_found_violating_the_invariant() {
 }
 
 /// After the search, a handler sends a message it did not send during the search: the path
-/// still re-executes, but into worlds with other fingerprints, and the recorded trace reaches
-/// the violation; the report stands and the trace says what happened.
+/// still re-executes, into worlds with other fingerprints, and reaches the violation, so the
+/// report stands. (Engines keep no fingerprints along a path, so recording cannot tell this
+/// drift; the trace's own fingerprints are those of its re-execution, which replay checks.)
 #[test]
 fn a_handler_that_changes_what_it_sends_still_yields_a_trace() {
     static DRIFTED: AtomicBool = AtomicBool::new(false);

@@ -433,8 +433,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
             worlds.push(world.clone());
         }
-        // A liveness or divergence verdict is a search's conclusion, not something one path
-        // re-executes into: replay checks its path.
+        // A liveness, divergence or nondeterminism verdict is a search's conclusion, not
+        // something one path re-executes into: replay checks its path.
         let decidable = |v: &&TraceVerdict| {
             !matches!(
                 v.kind,
