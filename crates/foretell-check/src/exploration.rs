@@ -8,8 +8,7 @@ use crate::{
     resident_bytes, CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Violation,
 };
 use foretell_model::{
-    Action, FixedChoices, PropertyKind, Protocol, Simulator, StepViolation, Trace, TraceVerdict,
-    ViolationKind, World,
+    Action, FixedChoices, PropertyKind, Protocol, Simulator, StepViolation, Trace, TraceVerdict, World,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -207,8 +206,8 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
 
     /// The finding of `violation` at the end of the path that follows successor `ordinals` from
     /// initial world `root`: the violation with the path's steps (action, choices). Where the
-    /// re-executed path has no successor with the recorded ordinal, it ends there, and the
-    /// finding is that some handler is nondeterministic (the trace says where).
+    /// re-executed path has no successor with the recorded ordinal, the steps end there; the
+    /// report then finds that they reach no violation (see [`Exploration::finish`]).
     pub(crate) fn found_at(&self, violation: StepViolation, root: u32, ordinals: &[u32]) -> Found {
         let mut init = None;
         let mut index = 0u32;
@@ -221,11 +220,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
         let (init_choices, mut world) = init.expect("a recorded root is an initial world");
         let mut steps = Vec::with_capacity(ordinals.len());
         for &ordinal in ordinals {
-            let Some((action, choices)) = self.sim.successor_step(&world, ordinal) else {
-                let problem = format!("the world the steps before it reach has no successor {ordinal}");
-                let parted = TraceVerdict::parted(steps.len() + 1, &problem);
-                return (parted.into(), init_choices, steps);
-            };
+            let Some((action, choices)) = self.sim.successor_step(&world, ordinal) else { break };
             let mut chooser = FixedChoices::new(&choices);
             world = self.sim.step(&world, action, &mut chooser, false).world;
             steps.push((action, choices));
@@ -249,9 +244,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
         if let Some((mut violation, init_choices, steps)) = found {
             let mut trace = self.sim.record(&init_choices, &steps);
             trace.engine = Some(self.options.engine.name().to_string());
-            if violation.kind != ViolationKind::Nondeterminism {
-                diverged(&mut violation, &mut trace);
-            }
+            diverged(&mut violation, &mut trace);
             violations.push(Violation {
                 property: violation.property,
                 kind: violation.kind,
@@ -280,7 +273,10 @@ fn diverged(violation: &mut StepViolation, trace: &mut Trace) {
         Some(v) if trace.parted() => v.clone(),
         Some(_) => return,
         None => {
-            let problem = format!("it reaches no violation, where the search found {:?}", violation.property);
+            let problem = format!(
+                "the steps re-executed reach no violation, where the search found {:?}",
+                violation.property
+            );
             trace.verdict.insert(TraceVerdict::parted(trace.steps.len(), &problem)).clone()
         }
     };

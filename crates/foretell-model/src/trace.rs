@@ -331,11 +331,11 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             fingerprint: world.fingerprint().to_string(),
             states: Some(world.states().map(to_value).collect()),
         };
+        // Steps after an init that parted from the search do not belong to this trace.
+        let init_parted = verdict.as_ref().is_some_and(|v| v.kind == ViolationKind::Nondeterminism);
+        let steps = if init_parted { &steps[..0] } else { &steps[..] };
         let mut trace_steps = Vec::with_capacity(steps.len());
         for (i, &(action, choices)) in steps.iter().enumerate() {
-            if verdict.as_ref().is_some_and(|v| v.kind == ViolationKind::Nondeterminism) {
-                break;
-            }
             if !self.is_enabled(&world, *action) {
                 let problem = format!("{action:?} is not enabled in the world the steps before it reach");
                 verdict.get_or_insert(TraceVerdict::parted(i + 1, &problem));
