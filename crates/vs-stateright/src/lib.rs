@@ -3,7 +3,9 @@
 //!
 //! [`stateright_models`] holds the Stateright side; the foretell side is the registered systems
 //! `two-phase-commit`, `paxos-tla` and `stateright-paxos` of `foretell-systems`. [`measure::run`]
-//! checks one model in one tool and times the check call alone.
+//! checks one model in one tool and times the check call alone. [`hand_written`] is the third
+//! contestant on two-phase commit: a plain breadth-first search written for that model alone.
 
+pub mod hand_written;
 pub mod measure;
 pub mod stateright_models;

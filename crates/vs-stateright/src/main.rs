@@ -5,7 +5,9 @@
 //! as `vs-stateright one --tool T --model M --n N --engine E --threads K`, which checks once and
 //! prints one JSON line (distinct states, seconds of the check call, peak RSS). The parent prints
 //! a Markdown table of medians and exits non-zero if a distinct-state count differs from the
-//! published one (and so between the tools).
+//! published one (and so between the tools). Two-phase commit's one-thread breadth-first rows
+//! also run a hand-written search of that model (`--tool hand-written`), and a second table sets
+//! foretell's one-thread figures beside it.
 
 mod table;
 
@@ -91,19 +93,25 @@ fn run_child(tool: Tool, spec: Spec, engine: Engine, threads: usize) -> Result<M
     serde_json::from_str(line).map_err(|e| format!("bad child output {line:?}: {e}"))
 }
 
-/// Measures one configuration: `runs` runs of each tool, alternating which tool goes first.
+/// Measures one configuration: `runs` runs of each tool that supports it, the tools taking turns
+/// at going first.
 fn measure_row(spec: Spec, engine: Engine, threads: usize, runs: usize) -> Result<Row, String> {
-    let mut row = Row { spec, engine, threads, foretell: Samples::default(), stateright: Samples::default() };
+    let mut row = Row {
+        spec,
+        engine,
+        threads,
+        foretell: Samples::default(),
+        stateright: Samples::default(),
+        hand_written: Samples::default(),
+    };
+    let tools: Vec<Tool> =
+        Tool::ALL.iter().copied().filter(|&tool| measure::supports(tool, spec, engine, threads)).collect();
     for run in 0..runs {
-        let order = if run % 2 == 0 {
-            [Tool::Foretell, Tool::Stateright]
-        } else {
-            [Tool::Stateright, Tool::Foretell]
-        };
-        for tool in order {
+        for turn in 0..tools.len() {
+            let tool = tools[(run + turn) % tools.len()];
             let m = run_child(tool, spec, engine, threads)?;
             eprintln!(
-                "[{}/{runs}] {tool:10} {spec} {engine} {threads} thread(s): {} states in {:.3} s",
+                "[{}/{runs}] {tool:12} {spec} {engine} {threads} thread(s): {} states in {:.3} s",
                 run + 1,
                 m.states,
                 m.seconds
@@ -111,6 +119,7 @@ fn measure_row(spec: Spec, engine: Engine, threads: usize, runs: usize) -> Resul
             match tool {
                 Tool::Foretell => row.foretell.0.push(m),
                 Tool::Stateright => row.stateright.0.push(m),
+                Tool::HandWritten => row.hand_written.0.push(m),
             }
         }
     }
@@ -132,16 +141,22 @@ fn bench(cli: &Cli) -> Result<ExitCode, String> {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("foretell vs Stateright 0.31: medians of {} runs per tool, {cores} cores\n", cli.runs);
     println!("{}", table::markdown(&rows));
+    let against_hand_written = table::against_hand_written(&rows);
+    if !against_hand_written.is_empty() {
+        println!("\nTwo-phase commit on one thread against a hand-written breadth-first search\n");
+        println!("{against_hand_written}");
+    }
     let mismatches: Vec<&Row> = rows.iter().filter(|r| !r.counts_equal()).collect();
     for row in &mismatches {
         eprintln!(
-            "MISMATCH: {} {} {} thread(s): expected {:?} distinct states, foretell found {:?}, stateright {:?}",
+            "MISMATCH: {} {} {} thread(s): expected {:?} distinct states, foretell found {:?}, stateright {:?}, hand-written {:?}",
             row.spec,
             row.engine,
             row.threads,
             row.spec.published_states(),
             row.foretell.0.iter().map(|m| m.states).collect::<Vec<_>>(),
             row.stateright.0.iter().map(|m| m.states).collect::<Vec<_>>(),
+            row.hand_written.0.iter().map(|m| m.states).collect::<Vec<_>>(),
         );
     }
     Ok(if mismatches.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -151,6 +166,9 @@ fn bench(cli: &Cli) -> Result<ExitCode, String> {
 fn one(tool: Tool, spec: Spec, engine: Engine, threads: usize) -> Result<ExitCode, String> {
     if threads == 0 {
         return Err("--threads must be at least 1".into());
+    }
+    if !measure::supports(tool, spec, engine, threads) {
+        return Err(format!("{tool} checks only two-phase commit, breadth-first, on one thread"));
     }
     let m = measure::run(tool, spec, engine, threads);
     // Read after the check: the peak of the whole run.

@@ -16,6 +16,8 @@ pub enum Tool {
     Foretell,
     /// Stateright 0.31, through its `CheckerBuilder`.
     Stateright,
+    /// [`crate::hand_written`]: two-phase commit only, breadth-first, one thread.
+    HandWritten,
 }
 
 /// A search order.
@@ -89,7 +91,7 @@ macro_rules! names {
     };
 }
 
-names!(Tool { Foretell = "foretell", Stateright = "stateright" });
+names!(Tool { Foretell = "foretell", Stateright = "stateright", HandWritten = "hand-written" });
 names!(Engine { Bfs = "bfs", Dfs = "dfs" });
 names!(Family { TwoPhase = "2pc", PaxosTla = "paxos-tla", ActorPaxos = "actor-paxos" });
 
@@ -124,13 +126,35 @@ impl Spec {
     }
 }
 
+/// Whether `tool` can check `spec` with `engine` and `threads` worker threads: the hand-written
+/// search is one breadth-first search of two-phase commit on one thread.
+pub fn supports(tool: Tool, spec: Spec, engine: Engine, threads: usize) -> bool {
+    tool != Tool::HandWritten || (spec.family == Family::TwoPhase && engine == Engine::Bfs && threads == 1)
+}
+
 /// Checks `spec` with `tool`, `engine` and `threads` worker threads (at least 1), in this
 /// process.
+///
+/// # Panics
+/// If `tool` does not [support](supports) the configuration.
 pub fn run(tool: Tool, spec: Spec, engine: Engine, threads: usize) -> Measurement {
+    assert!(
+        supports(tool, spec, engine, threads),
+        "{tool} cannot check {spec} ({engine}, {threads} threads)"
+    );
     match tool {
         Tool::Foretell => run_foretell(spec, engine, threads),
         Tool::Stateright => run_stateright(spec, engine, threads),
+        Tool::HandWritten => run_hand_written(spec),
     }
+}
+
+fn run_hand_written(spec: Spec) -> Measurement {
+    let start = Instant::now();
+    let outcome = crate::hand_written::two_phase_commit(spec.size);
+    let seconds = start.elapsed().as_secs_f64();
+    assert!(outcome.consistent, "the hand-written search found two-phase commit inconsistent");
+    Measurement { states: outcome.states, seconds, peak_rss_bytes: None }
 }
 
 fn run_foretell(spec: Spec, engine: Engine, threads: usize) -> Measurement {

@@ -1,7 +1,8 @@
 //! The benchmark's summary: one row per (model, engine, threads) with both tools' medians, and
-//! its Markdown rendering.
+//! its Markdown rendering; and foretell's one-thread two-phase commit beside the hand-written
+//! search.
 
-use foretell_vs_stateright::measure::{Engine, Measurement, Spec};
+use foretell_vs_stateright::measure::{Engine, Family, Measurement, Spec};
 
 /// Every run of one tool in one configuration.
 #[derive(Clone, Debug, Default)]
@@ -52,13 +53,18 @@ pub struct Row {
     pub foretell: Samples,
     /// Stateright's runs.
     pub stateright: Samples,
+    /// The hand-written search's runs (two-phase commit, breadth-first, one thread; otherwise
+    /// none).
+    pub hand_written: Samples,
 }
 
 impl Row {
-    /// Whether every run of both tools found the published distinct-state count.
+    /// Whether every run of every tool found the published distinct-state count.
     pub fn counts_equal(&self) -> bool {
         let expected = self.spec.published_states();
-        [&self.foretell, &self.stateright].iter().all(|s| s.0.iter().all(|m| Some(m.states) == expected))
+        [&self.foretell, &self.stateright, &self.hand_written]
+            .iter()
+            .all(|s| s.0.iter().all(|m| Some(m.states) == expected))
     }
 }
 
@@ -102,6 +108,42 @@ pub fn markdown(rows: &[Row]) -> String {
             or_na(s.states_per_second(), |x| thousands(x.round() as u64)),
             or_na(f.median_peak_mb(), |x| format!("{x:.1}")),
             or_na(s.median_peak_mb(), |x| format!("{x:.1}")),
+            or_na(ratio, |x| format!("{x:.2}")),
+        ];
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+/// The Markdown table of two-phase commit on one thread: the hand-written search beside
+/// foretell's breadth-first and depth-first search from the same run (empty if no row has
+/// hand-written runs).
+pub fn against_hand_written(rows: &[Row]) -> String {
+    let one_thread = |spec: Spec, engine: Engine| {
+        rows.iter().find(|r| r.spec == spec && r.engine == engine && r.threads == 1).map(|r| &r.foretell)
+    };
+    let measured = rows.iter().filter(|r| r.spec.family == Family::TwoPhase && !r.hand_written.0.is_empty());
+    let mut out = String::new();
+    for row in measured {
+        if out.is_empty() {
+            out.push_str(
+                "| model | hand-written median s | hand-written states/s | hand-written peak MB \
+                 | foretell BFS states/s | foretell DFS states/s | foretell's faster/hand-written |\n\
+                 | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+            );
+        }
+        let hand = &row.hand_written;
+        let rate = |engine| one_thread(row.spec, engine).and_then(Samples::states_per_second);
+        let (bfs, dfs) = (rate(Engine::Bfs), rate(Engine::Dfs));
+        let best = bfs.into_iter().chain(dfs).reduce(f64::max);
+        let ratio = best.zip(hand.states_per_second()).map(|(f, h)| f / h);
+        let cells = [
+            row.spec.to_string(),
+            or_na(hand.median_seconds(), |x| format!("{x:.3}")),
+            or_na(hand.states_per_second(), |x| thousands(x.round() as u64)),
+            or_na(hand.median_peak_mb(), |x| format!("{x:.1}")),
+            or_na(bfs, |x| thousands(x.round() as u64)),
+            or_na(dfs, |x| thousands(x.round() as u64)),
             or_na(ratio, |x| format!("{x:.2}")),
         ];
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
