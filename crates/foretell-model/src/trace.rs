@@ -6,7 +6,7 @@
 //! fails at the first step whose event is not enabled, whose choices disagree, or whose
 //! fingerprint differs: a non-deterministic handler is a bug to report, not to hide.
 
-use crate::simulator::{EventOf, FixedChoices, StepViolation, ViolationKind};
+use crate::simulator::{EventOf, FixedChoices, StepOutcome, StepViolation, ViolationKind};
 use crate::{Action, Fingerprint, NodeId, Protocol, Simulator, World};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -336,20 +336,13 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let steps = if init_parted { &steps[..0] } else { &steps[..] };
         let mut trace_steps = Vec::with_capacity(steps.len());
         for (i, &(action, choices)) in steps.iter().enumerate() {
-            if !self.is_enabled(&world, *action) {
-                let problem = format!("{action:?} is not enabled in the world the steps before it reach");
-                verdict.get_or_insert(TraceVerdict::parted(i + 1, &problem));
-                break;
-            }
-            let mut chooser = FixedChoices::new(choices);
-            let outcome = self.step(&world, *action, &mut chooser, true);
-            if let Err(problem) = chooser.finish() {
-                verdict.get_or_insert(TraceVerdict::parted(
-                    i + 1,
-                    &format!("its handler chose differently: {problem}"),
-                ));
-                break;
-            }
+            let outcome = match self.step_again(&world, *action, choices, true) {
+                Ok(outcome) => outcome,
+                Err(problem) => {
+                    verdict.get_or_insert(TraceVerdict::parted(i + 1, &problem));
+                    break;
+                }
+            };
             let record = outcome.record.expect("recording was asked for");
             world = outcome.world;
             let node = record.event.node();
@@ -384,6 +377,29 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             liveness: None,
             lasso: None,
         }
+    }
+
+    /// Re-executes a step that an engine took from `world` as `action` with `choices`, recording
+    /// its events and logs with `recording`. `Err` says why it does not re-execute — `action` is
+    /// not enabled in `world`, or its handler asks for other choices — which only a handler that
+    /// is not a function of its state, event and choices brings about.
+    ///
+    /// # Errors
+    /// The reason, in the words of a [`TraceVerdict::parted`] verdict.
+    pub fn step_again(
+        &self,
+        world: &World<P>,
+        action: Action,
+        choices: &[usize],
+        recording: bool,
+    ) -> Result<StepOutcome<P>, String> {
+        if !self.is_enabled(world, action) {
+            return Err(format!("{action:?} is not enabled in the world the steps before it reach"));
+        }
+        let mut chooser = FixedChoices::new(choices);
+        let outcome = self.step(world, action, &mut chooser, recording);
+        chooser.finish().map_err(|problem| format!("its handler chose differently: {problem}"))?;
+        Ok(outcome)
     }
 
     /// The verdict at `step`: the step's own violation, else an invariant false in `world`.

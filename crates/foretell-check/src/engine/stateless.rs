@@ -13,13 +13,18 @@
 use super::seen::{key_of, Keyed};
 use crate::exploration::{Exploration, Found, Steps};
 use crate::{Pruning, Report};
-use foretell_model::{Action, Fingerprint, FixedChoices, Protocol, World};
+use foretell_model::{
+    Action, Fingerprint, FixedChoices, Protocol, StepOutcome, StepViolation, TraceVerdict, World,
+};
 use rustc_hash::FxHashMap;
 
 struct Child {
     action: Action,
     choices: Vec<usize>,
+    /// The key the visited set stores the step's world under.
     fingerprint: Fingerprint,
+    /// The world's own fingerprint, which re-executing the step must reach again.
+    reaches: Fingerprint,
     /// Whether the step itself violates a handler property; such a step is never pruned.
     violates: bool,
 }
@@ -27,6 +32,13 @@ struct Child {
 struct Frame {
     children: Vec<Child>,
     next: usize,
+}
+
+impl Frame {
+    /// The child the search took last (the one its path goes through while it is below).
+    fn taken(&self) -> &Child {
+        &self.children[self.next - 1]
+    }
 }
 
 pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>) -> Report {
@@ -65,7 +77,6 @@ fn search_from<P: Protocol>(
     init_choices: Vec<usize>,
     init: World<P>,
 ) -> Option<Found> {
-    let sim = exp.sim;
     let prune = exp.options.pruning == Pruning::Fingerprints;
     let mut path: Steps = Vec::new();
     let start = init.clone();
@@ -88,9 +99,24 @@ fn search_from<P: Protocol>(
         if prune && !child.violates && seen_at.is_some_and(|d| d as usize <= depth) {
             continue;
         }
-        let parent = current.get_or_insert_with(|| reexecute(exp, &start, &path));
-        let mut chooser = FixedChoices::new(&child.choices);
-        let outcome = sim.step(parent, child.action, &mut chooser, false);
+        if current.is_none() {
+            match reexecute(exp, &start, &path, &frames) {
+                Ok(parent) => current = Some(parent),
+                Err((at, problem)) => {
+                    path.truncate(at + 1);
+                    return Some((parted(at + 1, &problem), init_choices, path));
+                }
+            }
+        }
+        let parent = current.as_ref().expect("rebuilt above");
+        let child = frames.last().expect("not empty").taken();
+        let outcome = match step_as_explored(exp, parent, child) {
+            Ok(outcome) => outcome,
+            Err(problem) => {
+                path.push((child.action, child.choices.clone()));
+                return Some((parted(path.len(), &problem), init_choices, path));
+            }
+        };
         let step = (child.action, child.choices.clone());
         explored.insert(key(child.fingerprint), depth as u32);
         let violation = match (outcome.violation, seen_at) {
@@ -118,20 +144,51 @@ fn expand<P: Protocol>(exp: &mut Exploration<'_, '_, P>, world: &World<P>) -> Fr
     let sim = exp.sim;
     sim.successors(world, |mut s| {
         let (action, choices, violates) = (s.action, std::mem::take(&mut s.choices), s.violation.is_some());
+        let reaches = s.fingerprint();
         let fingerprint = Keyed::new(sim, s).key;
-        children.push(Child { fingerprint, violates, action, choices });
+        children.push(Child { fingerprint, reaches, violates, action, choices });
     });
     exp.stats.transitions += children.len() as u64;
     Frame { children, next: 0 }
 }
 
-/// Rebuilds the world at the end of `path` by re-executing it from the start world.
-fn reexecute<P: Protocol>(exp: &Exploration<'_, '_, P>, start: &World<P>, path: &Steps) -> World<P> {
-    let sim = exp.sim;
+/// Rebuilds the world at the end of `path` by re-executing it from the start world (step `k` is
+/// the child of `frames[k]` the search last took); `Err` with the index of the first step that
+/// does not re-execute as explored, and why.
+fn reexecute<P: Protocol>(
+    exp: &Exploration<'_, '_, P>,
+    start: &World<P>,
+    path: &Steps,
+    frames: &[Frame],
+) -> Result<World<P>, (usize, String)> {
     let mut world = start.clone();
-    for (action, choices) in path {
-        let mut chooser = FixedChoices::new(choices);
-        world = sim.step(&world, *action, &mut chooser, false).world;
+    for (at, frame) in frames.iter().take(path.len()).enumerate() {
+        let child = frame.taken();
+        world = step_as_explored(exp, &world, child).map_err(|problem| (at, problem))?.world;
     }
-    world
+    Ok(world)
+}
+
+/// Takes `child`'s step again from `parent`. A handler that is a function of its state, event
+/// and choices makes the same choices into the same world as when the search expanded the
+/// parent; `Err` says how this one did not. Each step is checked before the next is taken, so
+/// a step never runs in a world other than the one that enabled it.
+fn step_as_explored<P: Protocol>(
+    exp: &Exploration<'_, '_, P>,
+    parent: &World<P>,
+    child: &Child,
+) -> Result<StepOutcome<P>, String> {
+    let mut chooser = FixedChoices::new(&child.choices);
+    let outcome = exp.sim.step(parent, child.action, &mut chooser, false);
+    chooser.finish().map_err(|problem| format!("its handler chose differently: {problem}"))?;
+    if outcome.world.fingerprint() != child.reaches {
+        return Err("it reaches another world than when the search expanded its parent".into());
+    }
+    Ok(outcome)
+}
+
+/// The finding of a step, `step` steps from the start world, that did not re-execute as the
+/// search explored it, for the reason `problem`.
+fn parted(step: usize, problem: &str) -> StepViolation {
+    TraceVerdict::parted(step, problem).into()
 }

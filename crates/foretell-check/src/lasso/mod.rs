@@ -403,6 +403,10 @@ fn monitors_after<P: Protocol>(
     let mut world = start.expect("the execution's initial world");
     let mut monitors: Vec<_> = exec.monitors.iter().map(|m| m.init(&world)).collect();
     for (action, choices) in steps {
+        // The trace re-executed these steps just before; a handler that drifted since parts here.
+        if !exec.sim.is_enabled(&world, *action) {
+            break;
+        }
         let mut chooser = foretell_model::FixedChoices::new(choices);
         let Ok(stepped) = exec.step(&world, &monitors, *action, &mut chooser) else { break };
         world = stepped.world;

@@ -25,8 +25,8 @@ pub use report::{describe, LivenessReport, LivenessStats, LivenessVerdict};
 use crate::{Completion, Interrupt};
 use critical::{find_critical_transition, Critical, ProbeError};
 use foretell_model::{
-    EventOf, FixedChoices, Model, ModelError, PropertyKind, Protocol, Simulator, Trace, TraceVerdict,
-    ViolationKind, Weights, World,
+    EventOf, Model, ModelError, PropertyKind, Protocol, Simulator, Trace, TraceVerdict, ViolationKind,
+    Weights, World,
 };
 use periphery::{Periphery, SearchBeat};
 use pool::{Job, Pool, Stalled};
@@ -546,7 +546,10 @@ impl<P: Protocol> Run<P> {
         raises: &mut u32,
     ) -> Confirmed {
         loop {
-            let worlds = self.replay(root, &steps);
+            let Replay { worlds, parted } = self.replay(root, &steps);
+            if let Some((at, problem)) = parted {
+                return Confirmed::Report(Box::new(self.parted(&steps, at, &problem)));
+            }
             let dinit = worlds.iter().rposition(|w| self.live.holds(&self.model, w)).map_or(0, |i| i + 1);
             let seed = self.options.seed.wrapping_add(u64::from(*raises));
             let critical =
@@ -608,17 +611,22 @@ impl<P: Protocol> Run<P> {
         self.stats.walk_steps += walks.iter().map(|w| w.steps.len() as u64).sum::<u64>();
     }
 
-    /// `root` followed by the world after each of `steps`.
-    fn replay(&self, root: &World<P>, steps: &Steps) -> Vec<World<P>> {
+    /// `root` followed by the world after each of `steps`, re-executed on this thread. A step
+    /// that is not enabled where the steps before it lead, or whose handler chooses differently,
+    /// ends the replay there: a handler did not do here what it did on the walk that took the
+    /// steps (see [`Run::parted`]).
+    fn replay(&self, root: &World<P>, steps: &Steps) -> Replay<P> {
         let sim = self.sim();
         let mut worlds = Vec::with_capacity(steps.len() + 1);
         worlds.push(root.clone());
-        for (action, choices) in steps {
-            let mut chooser = FixedChoices::new(choices);
-            let next = sim.step(worlds.last().expect("not empty"), *action, &mut chooser, false).world;
-            worlds.push(next);
+        for (at, (action, choices)) in steps.iter().enumerate() {
+            let world = worlds.last().expect("not empty");
+            match sim.step_again(world, *action, choices, false) {
+                Ok(outcome) => worlds.push(outcome.world),
+                Err(problem) => return Replay { worlds, parted: Some((at, problem)) },
+            }
         }
-        worlds
+        Replay { worlds, parted: None }
     }
 
     /// The trace from the initial world through the prefix and `steps`.
@@ -648,6 +656,17 @@ impl<P: Protocol> Run<P> {
                 step: trace.steps.len(),
                 message: violation.message.clone(),
             });
+        }
+        self.finish(LivenessVerdict::SafetyViolation, Some(trace))
+    }
+
+    /// The report of a path whose step `at` did not re-execute on this thread as the walk that
+    /// took it ran it, for the reason `problem`: its trace ends where it parted, with a
+    /// nondeterminism verdict, as a safety violation of "deterministic handlers".
+    fn parted(&mut self, steps: &Steps, at: usize, problem: &str) -> LivenessReport {
+        let mut trace = self.record(&steps[..=at]);
+        if trace.verdict.is_none() {
+            trace.verdict = Some(TraceVerdict::parted(self.offset(&trace) + at + 1, problem));
         }
         self.finish(LivenessVerdict::SafetyViolation, Some(trace))
     }
@@ -715,15 +734,19 @@ impl<P: Protocol> Run<P> {
         let live_steps: Steps = steps[..from].iter().chain(&recovery.walk.steps).cloned().collect();
         let trace = self.record(&live_steps);
         let shared = offset + from;
-        let nearest = foretell_model::NearestLive { shared, steps: trace.steps[shared..].to_vec() };
+        // A recovering walk that does not re-execute here leaves a shorter trace and fewer worlds.
+        let nearest = foretell_model::NearestLive {
+            shared,
+            steps: trace.steps.get(shared..).unwrap_or_default().to_vec(),
+        };
         // The live path's world as many steps in as the dead path's first dead world.
-        let live_worlds = self.replay(&worlds[from], &recovery.walk.steps);
+        let live_worlds = self.replay(&worlds[from], &recovery.walk.steps).worlds;
         let live_world = &live_worlds[(critical - from).min(live_worlds.len() - 1)];
         (nearest, report::diff(&worlds[critical], live_world))
     }
 
     fn divergence_in_search(&mut self, root: &World<P>, path: Steps) -> LivenessReport {
-        let worlds = self.replay(root, &path);
+        let worlds = self.replay(root, &path).worlds;
         let world = worlds.last().expect("a path has a world");
         let event = pool::diverging_event(&self.model, world, self.options.watchdog);
         self.divergence(&path, event)
@@ -819,6 +842,13 @@ impl<P: Protocol> Run<P> {
             dmax: self.dmax,
         }
     }
+}
+
+/// The worlds a replay went through, and, if it stopped short, the index of the step that did
+/// not re-execute and why.
+struct Replay<P: Protocol> {
+    worlds: Vec<World<P>>,
+    parted: Option<(usize, String)>,
 }
 
 /// Suspects examined after the first undecided (C2) one before the run gives up looking for a
