@@ -60,7 +60,7 @@ fn receiver(world: &World<Relay>) -> &State {
     world.state(NodeId(1))
 }
 
-fn lmc(model: &Model<Relay>, mode: LmcMode) -> Report {
+fn lmc<P: Protocol>(model: &Model<P>, mode: LmcMode) -> Report {
     let report = Check::lmc(model).lmc_options(LmcOptions { mode, ..LmcOptions::default() }).run();
     println!("{report}");
     report
@@ -151,4 +151,81 @@ fn unsupported_models_are_refused() {
     let error = Check::lmc(&resets).try_run().expect_err("resets are refused");
     assert!(matches!(error, ModelError::EngineUnsupported { engine: "lmc", .. }), "{error}");
     assert!(error.to_string().contains("resets"), "{error}");
+}
+
+/// Node 0 sends `A` then `B` to node 1 on its first input and only counts the later ones;
+/// node 1 records what it received, in order.
+struct Counter;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Counted {
+    inputs: u32,
+    received: Vec<Msg>,
+}
+
+impl Protocol for Counter {
+    type State = Counted;
+    type Msg = Msg;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> Counted {
+        Counted { inputs: 0, received: Vec::new() }
+    }
+
+    fn on_input(&self, _: NodeId, state: &mut Counted, _: &(), out: &mut Out<'_, Self>) {
+        if state.inputs == 0 {
+            out.send(NodeId(1), Msg::A);
+            out.send(NodeId(1), Msg::B);
+        }
+        state.inputs += 1;
+    }
+
+    fn on_message(&self, _: NodeId, state: &mut Counted, _: NodeId, msg: &Msg, _: &mut Out<'_, Self>) {
+        state.received.push(msg.clone());
+    }
+}
+
+/// Counter on FIFO channels with three inputs for node 0 and the agreement-style invariant
+/// "not (node 0 had all three inputs and node 1 `received` what `bad` says)", projected: node 0
+/// keyed once it had them, node 1 keyed by `bad`.
+fn counter(name: &'static str, bad: fn(&[Msg]) -> bool) -> Model<Counter> {
+    let driver = (0..3).fold(Driver::new(), |driver, _| driver.input(NodeId(0), ()));
+    let key = move |s: &Counted| match (s.inputs == 3, bad(&s.received)) {
+        (true, _) => Some(0),
+        (false, true) => Some(1),
+        (false, false) => None,
+    };
+    Model::new(Counter)
+        .nodes(2)
+        .network(NetworkKind::FifoChannels)
+        .driver(driver)
+        .always(name, move |w| !(w.state(NodeId(0)).inputs == 3 && bad(&w.state(NodeId(1)).received)))
+        .projection(name, Projection::conflict(key))
+}
+
+/// Node 0's third input comes a round after node 1 could hold `[B]`, `[A, B]` and `[B, A]`, so
+/// the new state meets that whole key group at once, and one soundness check answers for all
+/// three combinations: it finds the one a run reaches (`[A, B]`; FIFO channels rule out the
+/// others) when the group has it, and rejects the group when it has none.
+#[test]
+fn one_check_answers_for_a_key_group() {
+    let holds_b = counter("no B after three inputs", |received| received.contains(&Msg::B));
+    let report = lmc(&holds_b, LmcMode::Projected);
+    let violation = report.assert_violated("no B after three inputs");
+    let replayed = Simulator::new(&holds_b).unwrap().replay(&violation.trace).expect("the trace replays");
+    let last = replayed.worlds.last().expect("the initial world at least");
+    assert_eq!(last.state(NodeId(1)).received, [Msg::A, Msg::B]);
+    let stats = report.lmc.as_ref().unwrap();
+    assert!(stats.preliminary_violations >= 3, "{report}");
+    assert!(stats.soundness_checks < stats.preliminary_violations, "grouped: {report}");
+
+    let b_first = counter("B not first after three inputs", |received| received.first() == Some(&Msg::B));
+    let report = lmc(&b_first, LmcMode::Projected);
+    assert_eq!(report.completion, Completion::Exhausted);
+    assert!(report.violations.is_empty(), "{report}");
+    let stats = report.lmc.as_ref().unwrap();
+    assert!(stats.preliminary_violations >= 2, "{report}");
+    assert_eq!(stats.unsound, stats.preliminary_violations, "{report}");
+    Check::bfs(&b_first).run().assert_holds("B not first after three inputs");
 }

@@ -10,12 +10,20 @@
 //! a combination is a preliminary violation by the projection's rule; whether the property is
 //! really false is decided in the world soundness verification finds. Properties without a
 //! projection get the general form.
+//!
+//! The combinations of a new state with one key group of another node differ only in that
+//! node's state, so they go to soundness verification together, as one [`Preliminary`] that
+//! places the node in any state of the group: one search answers for all of them, where one
+//! search each would walk the states the group's members share again and again (on Paxos with
+//! two proposals, a new state that chose one value meets a hundred states that chose the
+//! other). They still count one by one as system states and preliminary violations.
 
 use super::explore::{LocalSpace, StateId};
 use super::{is_false, Stopper};
 use foretell_model::{NodeId, Projection, Property, PropertyKind, Protocol, Simulator};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
+use std::rc::Rc;
 
 /// How system states are built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -38,13 +46,49 @@ struct Target<P: Protocol> {
     groups: Vec<BTreeMap<Option<u64>, Vec<StateId>>>,
 }
 
-/// A combination that violates a property, before soundness verification.
+/// Combinations that violate a property, before soundness verification: one state per node
+/// picked from each node's [`Place`].
 pub(crate) struct Preliminary {
-    /// One state per node, or `None` for a node the property does not constrain (projected
-    /// mode), which soundness verification may place in any state.
-    pub(crate) states: Vec<Option<StateId>>,
+    /// Per node, where its state is picked from.
+    pub(crate) places: Vec<Place>,
     /// The property (index in the model's properties).
     pub(crate) property: usize,
+}
+
+impl Preliminary {
+    /// The number of combinations it stands for (free nodes not counted).
+    pub(crate) fn combinations(&self) -> u64 {
+        self.places.iter().map(|place| place.members().map_or(1, |m| m.len() as u64)).product()
+    }
+}
+
+/// Where soundness verification may place one node.
+#[derive(Clone, Debug)]
+pub(crate) enum Place {
+    /// Any state: the property does not constrain the node (projected mode).
+    Free,
+    /// One of these states, sorted.
+    AnyOf(Rc<[StateId]>),
+}
+
+impl Place {
+    /// Exactly `state`.
+    pub(crate) fn at(state: StateId) -> Self {
+        Place::AnyOf(Rc::from([state]))
+    }
+
+    /// The states allowed, `None` for any.
+    pub(crate) fn members(&self) -> Option<&[StateId]> {
+        match self {
+            Place::Free => None,
+            Place::AnyOf(states) => Some(states),
+        }
+    }
+
+    /// Whether `state` is allowed.
+    pub(crate) fn admits(&self, state: StateId) -> bool {
+        self.members().is_none_or(|states| states.binary_search(&state).is_ok())
+    }
 }
 
 /// Builds and checks system states.
@@ -160,7 +204,7 @@ impl<P: Protocol> Target<P> {
             let false_one = self.properties.iter().copied().find(|&i| is_false(&properties[i], &world));
             match false_one {
                 Some(property) => {
-                    violated(Preliminary { states: states.iter().map(|&s| Some(s)).collect(), property })
+                    violated(Preliminary { places: states.iter().map(|&s| Place::at(s)).collect(), property })
                 }
                 None => ControlFlow::Continue(()),
             }
@@ -168,8 +212,9 @@ impl<P: Protocol> Target<P> {
     }
 
     /// The smallest combinations of `state` (whose key is `key`) with other nodes' keyed
-    /// states that the projection says could violate the property; the nodes left out are
-    /// free, for soundness verification to place anywhere.
+    /// states that the projection says could violate the property, one key group of the other
+    /// node per [`Preliminary`]; the nodes left out are free, for soundness verification to
+    /// place anywhere.
     fn keyed(
         &self,
         projection: &Projection<P>,
@@ -182,27 +227,27 @@ impl<P: Protocol> Target<P> {
         let nodes = self.groups.len();
         let mut keys = vec![None; nodes];
         keys[node.index()] = Some(key);
+        let mut places = vec![Place::Free; nodes];
+        places[node.index()] = Place::at(state);
         if projection.may_violate(&keys) {
             *built += 1;
-            let mut states = vec![None; nodes];
-            states[node.index()] = Some(state);
-            return violated(Preliminary { states, property: self.properties[0] });
+            return violated(Preliminary { places, property: self.properties[0] });
         }
-        // Add one more node at a time (the rules need at most two keyed nodes).
+        // Add one more node at a time (the rules need at most two keyed nodes), a key group at
+        // a time.
         for other in (0..nodes).filter(|&n| n != node.index()) {
             for (other_key, members) in &self.groups[other] {
                 keys[other] = *other_key;
                 if projection.may_violate(&keys) {
-                    for &member in members {
-                        *built += 1;
-                        let mut states = vec![None; nodes];
-                        states[node.index()] = Some(state);
-                        states[other] = Some(member);
-                        violated(Preliminary { states, property: self.properties[0] })?;
-                    }
+                    // Visited in order, so the members are sorted.
+                    debug_assert!(members.is_sorted());
+                    *built += members.len() as u64;
+                    places[other] = Place::AnyOf(Rc::from(members.as_slice()));
+                    violated(Preliminary { places: places.clone(), property: self.properties[0] })?;
                 }
             }
             keys[other] = None;
+            places[other] = Place::Free;
         }
         ControlFlow::Continue(())
     }

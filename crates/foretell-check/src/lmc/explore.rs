@@ -80,6 +80,8 @@ pub(crate) struct NodeStates<P: Protocol> {
     index: FxHashMap<u128, StateId>,
     /// States whose local events have been tried.
     locals_done: usize,
+    /// Predecessor pointers added to states visited before (merges).
+    pub(crate) merges: u64,
 }
 
 /// Counts of local exploration.
@@ -135,7 +137,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                     local_events: 0,
                     depth: 0,
                 };
-                NodeStates { states: vec![root], index, locals_done: 0 }
+                NodeStates { states: vec![root], index, locals_done: 0, merges: 0 }
             })
             .collect();
         let mut space = LocalSpace {
@@ -311,6 +313,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             if !preds.iter().any(|p| p.from == pred.from && p.step == pred.step && p.choices == pred.choices)
             {
                 preds.push(pred);
+                states.merges += 1;
                 self.counts.merges += 1;
             }
             return ControlFlow::Continue(());

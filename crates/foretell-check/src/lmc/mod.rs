@@ -89,7 +89,8 @@ pub struct LmcStats {
     /// Preliminary violations neither shown reachable nor unreachable within the soundness
     /// budget (or before the run stopped).
     pub undecided: u64,
-    /// Soundness verifications run (re-verifications included).
+    /// Soundness verifications run (re-verifications included); in projected mode one answers
+    /// for a new state's combinations with a whole key group of another node.
     pub soundness_checks: u64,
     /// Positions (node states and messages in flight) soundness verification examined.
     pub positions: u64,
@@ -246,9 +247,12 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let verdicts = verdicts.into_inner();
         self.soundness = verdicts.verifier.counts;
         self.stats.preliminary_violations += verdicts.preliminary;
-        let undecided = verdicts.unsound.iter().filter(|(_, undecided)| *undecided).count() as u64;
-        self.stats.unsound += verdicts.unsound.len() as u64 - undecided;
-        self.stats.undecided += undecided;
+        for (candidate, undecided) in &verdicts.unsound {
+            match undecided {
+                true => self.stats.undecided += candidate.combinations(),
+                false => self.stats.unsound += candidate.combinations(),
+            }
+        }
         self.note_space(&space, combiner);
         let violation = verdicts.sound.map(|order| self.violation(&space, &order));
         (violation, space.bounded)
@@ -379,7 +383,7 @@ fn verify<P: Protocol>(
     let property = &sim.model().properties()[candidate.property];
     let goal = |states: &[StateId]| is_false(property, &space.world(states));
     let kind = sim.model().network_kind();
-    verifier.verify(space, kind, &candidate.states, &goal, budget, stopper)
+    verifier.verify(space, kind, &candidate.places, &goal, budget, stopper)
 }
 
 /// Whether `property` is false in `world` (a predicate that panics counts as false, as in the
@@ -439,7 +443,7 @@ impl Verdicts {
         stopper: &Stopper,
         candidate: Preliminary,
     ) -> ControlFlow<()> {
-        self.preliminary += 1;
+        self.preliminary += candidate.combinations();
         self.unsound.push((candidate, false));
         self.settle(self.unsound.len() - 1, space, sim, budget, stopper)
     }

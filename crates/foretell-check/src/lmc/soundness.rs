@@ -25,11 +25,12 @@
 //! The network discipline is the model's: an unordered network is a multiset; a FIFO channel
 //! (or inbox) offers only its oldest message; a grow-only network never loses one.
 
+use super::combine::Place;
 use super::explore::{LocalSpace, StateId, Step};
 use super::in_flight::{step, InFlight, SEED};
 use super::Stopper;
 use foretell_model::{NetworkKind, NodeId, Protocol};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::ops::Range;
 use std::rc::Rc;
 
@@ -64,11 +65,13 @@ pub(crate) struct SoundnessCounts {
 #[derive(Default)]
 pub(crate) struct Verifier {
     pub(crate) counts: SoundnessCounts,
-    /// Per node: every forward edge, for the node when it is free, with the space's version
+    /// Per node: every forward edge, for the node when it is free, with the node's version
     /// it was built for.
-    free: Vec<Option<(SpaceVersion, Rc<Edges>)>>,
+    free: Vec<Option<(NodeVersion, Rc<Edges>)>>,
     /// Per message of `I+`: the queue it waits in (destination, and sender on FIFO channels).
     queues: Vec<u32>,
+    /// The positions one search has examined, kept (emptied) for the next one's.
+    seen: FxHashSet<u128>,
 }
 
 impl Verifier {
@@ -77,14 +80,14 @@ impl Verifier {
         Verifier { counts, ..Verifier::default() }
     }
 
-    /// Whether some real run reaches the combination `targets` — one state per node, or `None`
-    /// for a free node, which may be in any state — in a world where `goal` (given every node's
-    /// state) holds, examining at most `budget` positions.
+    /// Whether some real run reaches a combination of `targets` — each node in one of the
+    /// states its place allows — in a world where `goal` (given every node's state) holds,
+    /// examining at most `budget` positions.
     pub(crate) fn verify<P: Protocol>(
         &mut self,
         space: &LocalSpace<'_, '_, P>,
         kind: NetworkKind,
-        targets: &[Option<StateId>],
+        targets: &[Place],
         goal: &dyn Fn(&[StateId]) -> bool,
         budget: u64,
         stopper: &Stopper,
@@ -92,23 +95,24 @@ impl Verifier {
         self.counts.checks += 1;
         // Per node, the forward edges among the states that can still reach the target.
         let mut forward = Vec::with_capacity(targets.len());
-        for (node, &target) in targets.iter().enumerate() {
-            let edges = match target {
-                Some(target) => forward_edges(space, node, Some(target)).map(Rc::new),
+        for (node, target) in targets.iter().enumerate() {
+            let edges = match target.members() {
+                Some(members) => forward_edges(space, node, Some(members)).map(Rc::new),
                 None => Some(self.free_edges(space, node)),
             };
             match edges {
                 Some(edges) => forward.push(edges),
-                None => return Soundness::Unsound, // the target is not reachable from the start
+                None => return Soundness::Unsound, // no target is reachable from the start
             }
         }
         self.update_queues(space, kind);
+        self.seen.clear();
         let mut search = Search {
             space,
             targets,
             goal,
             forward,
-            seen: FxHashSet::default(),
+            seen: &mut self.seen,
             budget,
             examined: 0,
             stopper,
@@ -128,10 +132,11 @@ impl Verifier {
         }
     }
 
-    /// Every forward edge of `node`, built again only when the node has new states or the
-    /// space new predecessor pointers.
+    /// Every forward edge of `node`, built again only when the node has new states or new
+    /// predecessor pointers.
     fn free_edges<P: Protocol>(&mut self, space: &LocalSpace<'_, '_, P>, node: usize) -> Rc<Edges> {
-        let version = (space.nodes[node].states.len(), space.counts.merges);
+        let states = &space.nodes[node];
+        let version = (states.states.len(), states.merges);
         if self.free.len() <= node {
             self.free.resize_with(node + 1, || None);
         }
@@ -158,78 +163,88 @@ impl Verifier {
 }
 
 /// What a node's predecessor pointers depend on: its number of states, and the predecessor
-/// pointers added to states already visited.
-type SpaceVersion = (usize, u64);
+/// pointers added to its states already visited.
+type NodeVersion = (usize, u64);
 
 /// The forward edges of one node's states: for each source state, the events that leave it.
 pub(crate) struct Edges {
-    /// Source state to its range in `events`.
-    by_source: FxHashMap<StateId, (u32, u32)>,
+    /// Per source state, where its events start in `events`, and one more entry where the last
+    /// one's end; states past the end (visited later) have none.
+    starts: Vec<u32>,
     events: Vec<SeqEvent>,
 }
 
 impl Edges {
     /// The range in `events` of the events that leave `state`.
     fn from(&self, state: StateId) -> Range<usize> {
-        self.by_source.get(&state).map_or(0..0, |&(start, end)| start as usize..end as usize)
+        let at = state as usize;
+        match self.starts.get(at + 1) {
+            Some(&end) => self.starts[at] as usize..end as usize,
+            None => 0..0,
+        }
     }
 }
 
-/// The forward edges, by source state, among the states of `node` from which `target` can be
-/// reached along predecessor pointers (every state for a free node); `None` if the start state
-/// is not one of them.
+/// The forward edges, by source state, among the states of `node` from which one of `targets`
+/// can be reached along predecessor pointers (every state for a free node); `None` if the start
+/// state is not one of them.
+///
+/// State ids are dense, so the sets are flags and the grouping by source is a counting sort;
+/// a source's events come in the order of the state they lead to, then of its pointers.
 fn forward_edges<P: Protocol>(
     space: &LocalSpace<'_, '_, P>,
     node: usize,
-    target: Option<StateId>,
+    targets: Option<&[StateId]>,
 ) -> Option<Edges> {
     let states = &space.nodes[node].states;
-    let mut reaching = FxHashSet::default();
-    let mut stack = Vec::new();
-    match target {
-        Some(target) => {
-            reaching.insert(target);
+    let count = states.len();
+    let mut reaching = vec![targets.is_none(); count];
+    let mut stack: Vec<StateId> = Vec::new();
+    for &target in targets.unwrap_or_default() {
+        if !std::mem::replace(&mut reaching[target as usize], true) {
             stack.push(target);
         }
-        None => reaching.extend(0..states.len() as StateId),
     }
     while let Some(state) = stack.pop() {
         for pred in &states[state as usize].preds {
-            if reaching.insert(pred.from) {
+            if !std::mem::replace(&mut reaching[pred.from as usize], true) {
                 stack.push(pred.from);
             }
         }
     }
-    if !reaching.contains(&0) {
+    if !reaching[0] {
         return None;
     }
-    let mut sourced: Vec<(StateId, SeqEvent)> = Vec::new();
-    for &to in &reaching {
-        for (i, pred) in states[to as usize].preds.iter().enumerate() {
-            sourced.push((pred.from, SeqEvent { to, pred: i as u32 }));
+    let reached = || (0..count).filter(|&to| reaching[to]);
+    let mut starts = vec![0u32; count + 1];
+    for to in reached() {
+        for pred in &states[to].preds {
+            starts[pred.from as usize + 1] += 1;
         }
     }
-    // A canonical order (the set's iteration order is not), so that searches are repeatable.
-    sourced.sort_unstable_by_key(|&(from, e)| (from, e.to, e.pred));
-    let mut by_source = FxHashMap::default();
-    let mut start = 0;
-    for (i, &(from, _)) in sourced.iter().enumerate() {
-        if i + 1 == sourced.len() || sourced[i + 1].0 != from {
-            by_source.insert(from, (start as u32, i as u32 + 1));
-            start = i + 1;
+    for at in 1..=count {
+        starts[at] += starts[at - 1];
+    }
+    let mut next = starts.clone();
+    let mut events = vec![SeqEvent { to: 0, pred: 0 }; starts[count] as usize];
+    for to in reached() {
+        for (i, pred) in states[to].preds.iter().enumerate() {
+            let slot = &mut next[pred.from as usize];
+            events[*slot as usize] = SeqEvent { to: to as StateId, pred: i as u32 };
+            *slot += 1;
         }
     }
-    Some(Edges { by_source, events: sourced.into_iter().map(|(_, e)| e).collect() })
+    Some(Edges { starts, events })
 }
 
 /// The joint search of one verification.
 struct Search<'a, 's, 'm, P: Protocol> {
     space: &'a LocalSpace<'s, 'm, P>,
-    targets: &'a [Option<StateId>],
+    targets: &'a [Place],
     goal: &'a dyn Fn(&[StateId]) -> bool,
     forward: Vec<Rc<Edges>>,
     /// Positions already explored without success.
-    seen: FxHashSet<u128>,
+    seen: &'a mut FxHashSet<u128>,
     budget: u64,
     examined: u64,
     stopper: &'a Stopper,
@@ -240,13 +255,18 @@ struct Search<'a, 's, 'm, P: Protocol> {
 
 impl<P: Protocol> Search<'_, '_, '_, P> {
     /// Whether the targets are reachable from `positions` with `net` in flight.
+    ///
+    /// A node placed in a target state may still move on, to another target or (round a cycle)
+    /// back, sending what others may need; a node whose graph has no cycle has no edge left at
+    /// its last target, since the forward edges lead only to states that reach a target.
     fn go(&mut self, positions: &mut Vec<StateId>, net: &mut InFlight<'_>) -> bool {
-        let placed = positions.iter().zip(self.targets).all(|(p, t)| t.is_none_or(|t| *p == t));
-        if placed && (self.goal)(positions) {
-            return true;
-        }
+        // A position seen before was no success then, nor below it.
         if !self.seen.insert(position_key(positions, net)) {
             return false;
+        }
+        let placed = positions.iter().zip(self.targets).all(|(&p, t)| t.admits(p));
+        if placed && (self.goal)(positions) {
+            return true;
         }
         self.examined += 1;
         if self.examined > self.budget || self.stopper.stopped() {
@@ -255,9 +275,6 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         }
         for node in 0..positions.len() {
             let at = positions[node];
-            if self.targets[node] == Some(at) {
-                continue;
-            }
             for i in self.forward[node].from(at) {
                 let event = self.forward[node].events[i];
                 let pred = &self.space.nodes[node].states[event.to as usize].preds[event.pred as usize];
