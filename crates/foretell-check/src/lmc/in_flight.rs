@@ -29,7 +29,8 @@ pub(crate) struct InFlight<'q> {
     key: u128,
     /// FIFO: each queue's polynomial hash and length.
     chains: Vec<Chain>,
-    /// Grow-only: how often each message is in `net`.
+    /// How often each message is in `net`: a message not in flight is refused without a scan
+    /// (most of a search's attempts), and a grow-only network's key counts each once.
     copies: Vec<u32>,
     /// The bases' powers, `powers[k]` = (B1^k, B2^k).
     powers: Vec<(u64, u64)>,
@@ -86,15 +87,15 @@ impl<'q> InFlight<'q> {
     /// Appends `m` (a message a step produced).
     pub(crate) fn push(&mut self, m: MsgId) {
         self.net.push(m);
+        let at = m as usize;
+        if self.copies.len() <= at {
+            self.copies.resize(at + 1, 0);
+        }
+        self.copies[at] += 1;
         let e = element(m);
         match self.kind {
             NetworkKind::Unordered => self.key = self.key.wrapping_add(e),
             NetworkKind::GrowOnly => {
-                let at = m as usize;
-                if self.copies.len() <= at {
-                    self.copies.resize(at + 1, 0);
-                }
-                self.copies[at] += 1;
                 if self.copies[at] == 1 {
                     self.key = self.key.wrapping_add(e);
                 }
@@ -110,12 +111,12 @@ impl<'q> InFlight<'q> {
     /// Removes the last message appended (undoes [`InFlight::push`]).
     pub(crate) fn pop(&mut self) {
         let m = self.net.pop().expect("a push to undo");
+        let at = m as usize;
+        self.copies[at] -= 1;
         let e = element(m);
         match self.kind {
             NetworkKind::Unordered => self.key = self.key.wrapping_sub(e),
             NetworkKind::GrowOnly => {
-                let at = m as usize;
-                self.copies[at] -= 1;
                 if self.copies[at] == 0 {
                     self.key = self.key.wrapping_sub(e);
                 }
@@ -131,7 +132,16 @@ impl<'q> InFlight<'q> {
     /// Consumes `m` if the discipline offers it (anywhere in a multiset, at the head of its
     /// queue on FIFO channels and inboxes; a grow-only network keeps it); the position it was
     /// at, for [`InFlight::put_back`].
+    #[inline]
     pub(crate) fn take(&mut self, m: MsgId) -> Option<usize> {
+        if self.copies.get(m as usize).is_none_or(|&copies| copies == 0) {
+            return None;
+        }
+        self.take_held(m)
+    }
+
+    /// [`InFlight::take`] of a message in flight.
+    fn take_held(&mut self, m: MsgId) -> Option<usize> {
         let at = match self.kind {
             NetworkKind::Unordered | NetworkKind::GrowOnly => self.net.iter().position(|&x| x == m)?,
             NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
@@ -144,6 +154,7 @@ impl<'q> InFlight<'q> {
             return Some(at);
         }
         self.net.remove(at);
+        self.copies[m as usize] -= 1;
         let e = element(m);
         match self.kind {
             NetworkKind::Unordered => self.key = self.key.wrapping_sub(e),
@@ -163,6 +174,7 @@ impl<'q> InFlight<'q> {
             return;
         }
         self.net.insert(at, m);
+        self.copies[m as usize] += 1;
         let e = element(m);
         match self.kind {
             NetworkKind::Unordered => self.key = self.key.wrapping_add(e),
