@@ -11,17 +11,21 @@
 //! really false is decided in the world soundness verification finds. Properties without a
 //! projection get the general form.
 //!
-//! The combinations of a new state with one key group of another node differ only in that
-//! node's state, so they go to soundness verification together, as one [`Preliminary`] that
-//! places the node in any state of the group: one search answers for all of them, where one
-//! search each would walk the states the group's members share again and again (on Paxos with
-//! two proposals, a new state that chose one value meets a hundred states that chose the
-//! other). They still count one by one as system states and preliminary violations.
+//! A new state's preliminary violations go to soundness verification together, as one
+//! [`Preliminary`] that places each other node in a set of states: one search answers for all
+//! of them, where one search each would walk the positions they share again and again (on
+//! Paxos with two proposals, a new state that chose one value meets a hundred states that chose
+//! the other). Projected, a group is one key group of another node, so every combination of
+//! the sets is one by the projection's rule. In the general form a group holds, per property,
+//! the states each node has in the combinations that property is false in; their product may
+//! hold other combinations, but the search succeeds only in a world where the property is
+//! false, and any such combination with the new state is one of the group's. They still count
+//! one by one as system states and preliminary violations.
 
 use super::explore::{LocalSpace, StateId};
 use super::{is_false, Stopper};
 use foretell_model::{NodeId, Projection, Property, PropertyKind, Protocol, Simulator};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::rc::Rc;
 
@@ -47,19 +51,14 @@ struct Target<P: Protocol> {
 }
 
 /// Combinations that violate a property, before soundness verification: one state per node
-/// picked from each node's [`Place`].
+/// picked from each node's [`Place`] (see the module's notes on groups).
 pub(crate) struct Preliminary {
     /// Per node, where its state is picked from.
     pub(crate) places: Vec<Place>,
     /// The property (index in the model's properties).
     pub(crate) property: usize,
-}
-
-impl Preliminary {
-    /// The number of combinations it stands for (free nodes not counted).
-    pub(crate) fn combinations(&self) -> u64 {
-        self.places.iter().map(|place| place.members().map_or(1, |m| m.len() as u64)).product()
-    }
+    /// How many preliminary violations it stands for.
+    pub(crate) combinations: u64,
 }
 
 /// Where soundness verification may place one node.
@@ -172,7 +171,8 @@ impl<P: Protocol> Combiner<P> {
 }
 
 impl<P: Protocol> Target<P> {
-    /// Every combination of `state` of `node` with the other nodes' states, each checked.
+    /// Every combination of `state` of `node` with the other nodes' states, each checked; the
+    /// ones a property is false in go to verification as one group per property.
     #[allow(clippy::too_many_arguments)] // the parts of one visit
     fn general(
         &self,
@@ -194,21 +194,32 @@ impl<P: Protocol> Target<P> {
                 }
             })
             .collect();
+        // Per property: the states each node has in the combinations it is false in, and how
+        // many those are.
+        let mut found = vec![(vec![BTreeSet::new(); members.len()], 0u64); self.properties.len()];
         let mut combo = Vec::with_capacity(members.len());
-        for_each_product(&members, &mut combo, &mut |states: &[StateId]| {
+        let flow = for_each_product(&members, &mut combo, &mut |states: &[StateId]| {
             if stopper.stopped() {
                 return ControlFlow::Break(());
             }
             *built += 1;
             let world = space.world(states);
-            let false_one = self.properties.iter().copied().find(|&i| is_false(&properties[i], &world));
-            match false_one {
-                Some(property) => {
-                    violated(Preliminary { places: states.iter().map(|&s| Place::at(s)).collect(), property })
+            if let Some(at) = self.properties.iter().position(|&i| is_false(&properties[i], &world)) {
+                let (sets, combinations) = &mut found[at];
+                for (set, &state) in sets.iter_mut().zip(states) {
+                    set.insert(state);
                 }
-                None => ControlFlow::Continue(()),
+                *combinations += 1;
             }
-        })
+            ControlFlow::Continue(())
+        });
+        for ((sets, combinations), &property) in found.into_iter().zip(&self.properties) {
+            if combinations > 0 {
+                let places = sets.into_iter().map(|set| Place::AnyOf(set.into_iter().collect())).collect();
+                violated(Preliminary { places, property, combinations })?;
+            }
+        }
+        flow
     }
 
     /// The smallest combinations of `state` (whose key is `key`) with other nodes' keyed
@@ -231,7 +242,7 @@ impl<P: Protocol> Target<P> {
         places[node.index()] = Place::at(state);
         if projection.may_violate(&keys) {
             *built += 1;
-            return violated(Preliminary { places, property: self.properties[0] });
+            return violated(Preliminary { places, property: self.properties[0], combinations: 1 });
         }
         // Add one more node at a time (the rules need at most two keyed nodes), a key group at
         // a time.
@@ -243,7 +254,12 @@ impl<P: Protocol> Target<P> {
                     debug_assert!(members.is_sorted());
                     *built += members.len() as u64;
                     places[other] = Place::AnyOf(Rc::from(members.as_slice()));
-                    violated(Preliminary { places: places.clone(), property: self.properties[0] })?;
+                    let combinations = members.len() as u64;
+                    violated(Preliminary {
+                        places: places.clone(),
+                        property: self.properties[0],
+                        combinations,
+                    })?;
                 }
             }
             keys[other] = None;

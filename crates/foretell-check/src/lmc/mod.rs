@@ -89,8 +89,8 @@ pub struct LmcStats {
     /// Preliminary violations neither shown reachable nor unreachable within the soundness
     /// budget (or before the run stopped).
     pub undecided: u64,
-    /// Soundness verifications run (re-verifications included); in projected mode one answers
-    /// for a new state's combinations with a whole key group of another node.
+    /// Soundness verifications run (re-verifications included); one answers for a group of a
+    /// new state's preliminary violations (see `combine`).
     pub soundness_checks: u64,
     /// Positions (node states and messages in flight) soundness verification examined.
     pub positions: u64,
@@ -249,8 +249,8 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         self.stats.preliminary_violations += verdicts.preliminary;
         for (candidate, undecided) in &verdicts.unsound {
             match undecided {
-                true => self.stats.undecided += candidate.combinations(),
-                false => self.stats.unsound += candidate.combinations(),
+                true => self.stats.undecided += candidate.combinations,
+                false => self.stats.unsound += candidate.combinations,
             }
         }
         self.note_space(&space, combiner);
@@ -443,7 +443,7 @@ impl Verdicts {
         stopper: &Stopper,
         candidate: Preliminary,
     ) -> ControlFlow<()> {
-        self.preliminary += candidate.combinations();
+        self.preliminary += candidate.combinations;
         self.unsound.push((candidate, false));
         self.settle(self.unsound.len() - 1, space, sim, budget, stopper)
     }
