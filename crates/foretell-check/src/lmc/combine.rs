@@ -238,11 +238,21 @@ impl<P: Protocol> Target<P> {
         let nodes = self.groups.len();
         let mut keys = vec![None; nodes];
         keys[node.index()] = Some(key);
-        let mut places = vec![Place::Free; nodes];
-        places[node.index()] = Place::at(state);
+        // This state alone, or with `other` placed in `members`.
+        let preliminary = |other: Option<(usize, &[StateId])>| {
+            let mut places = vec![Place::Free; nodes];
+            places[node.index()] = Place::at(state);
+            let combinations = other.map_or(1, |(other, members)| {
+                // Visited in order, so the members are sorted.
+                debug_assert!(members.is_sorted());
+                places[other] = Place::AnyOf(Rc::from(members));
+                members.len() as u64
+            });
+            Preliminary { places, property: self.properties[0], combinations }
+        };
         if projection.may_violate(&keys) {
             *built += 1;
-            return violated(Preliminary { places, property: self.properties[0], combinations: 1 });
+            return violated(preliminary(None));
         }
         // Add one more node at a time (the rules need at most two keyed nodes), a key group at
         // a time.
@@ -250,20 +260,11 @@ impl<P: Protocol> Target<P> {
             for (other_key, members) in &self.groups[other] {
                 keys[other] = *other_key;
                 if projection.may_violate(&keys) {
-                    // Visited in order, so the members are sorted.
-                    debug_assert!(members.is_sorted());
                     *built += members.len() as u64;
-                    places[other] = Place::AnyOf(Rc::from(members.as_slice()));
-                    let combinations = members.len() as u64;
-                    violated(Preliminary {
-                        places: places.clone(),
-                        property: self.properties[0],
-                        combinations,
-                    })?;
+                    violated(preliminary(Some((other, members))))?;
                 }
             }
             keys[other] = None;
-            places[other] = Place::Free;
         }
         ControlFlow::Continue(())
     }
