@@ -12,11 +12,13 @@
 //! sequences, looks for an interleaving greedily, this searches the combinations and the
 //! interleavings together: a depth-first search whose position is each node's current local
 //! state and the messages in flight, restricted to the states from which a node can still reach
-//! its target, and memoized on that position. It answers the same question (over every
+//! one of its targets, and memoized on that position. A node's targets are a set
+//! ([`Place`]): one search answers for a group of combinations at once (see
+//! [`super::combine`]). It answers the same question (over every
 //! predecessor pointer, not only the first path's) without enumerating sequences whose count
 //! grows exponentially with depth — the cost the paper names as LMC's bottleneck (section 5.3).
 //!
-//! Verifications follow one another by the hundred thousand on the harder spaces, so the
+//! Verifications follow one another by the ten thousand on the harder spaces, so the
 //! [`Verifier`] keeps what does not change between them: a free node's forward edges (until the
 //! node gains states or pointers) and each message's queue. A position's memo key mixes raw
 //! numbers rather than a canonical encoding, since it never leaves the search, and the
@@ -93,7 +95,7 @@ impl Verifier {
         stopper: &Stopper,
     ) -> Soundness {
         self.counts.checks += 1;
-        // Per node, the forward edges among the states that can still reach the target.
+        // Per node, the forward edges among the states that can still reach a target.
         let mut forward = Vec::with_capacity(targets.len());
         for (node, target) in targets.iter().enumerate() {
             let edges = match target.members() {
