@@ -90,8 +90,6 @@ pub(crate) struct Counts {
     pub(crate) transitions: u64,
     pub(crate) discarded: u64,
     pub(crate) duplicates_suppressed: u64,
-    /// Predecessor pointers added to states visited before.
-    pub(crate) merges: u64,
 }
 
 /// The local states of every node and the shared network.
@@ -176,6 +174,11 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         self.messages.push(Message { envelope, delivered, applied: 0 });
         self.message_index.insert(key, id);
         id
+    }
+
+    /// Predecessor pointers added to states visited before, over all nodes.
+    pub(crate) fn merges(&self) -> u64 {
+        self.nodes.iter().map(|n| n.merges).sum()
     }
 
     /// The total number of local states.
@@ -314,7 +317,6 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             {
                 preds.push(pred);
                 states.merges += 1;
-                self.counts.merges += 1;
             }
             return ControlFlow::Continue(());
         }

@@ -225,15 +225,15 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             })
         };
         let mut flow = space.visit_roots(&mut fresh);
-        let mut merges = space.counts.merges;
+        let mut merges = space.merges();
         while flow.is_continue() {
             match space.round(&mut fresh) {
                 ControlFlow::Break(()) => flow = ControlFlow::Break(()),
                 ControlFlow::Continue(progress) => {
                     // New states and predecessor pointers may make an earlier preliminary
                     // violation sound (the re-verification section 4.2 calls for).
-                    if progress || space.counts.merges != merges {
-                        merges = space.counts.merges;
+                    if progress || space.merges() != merges {
+                        merges = space.merges();
                         if verdicts.borrow_mut().reverify(&space, sim, budget, stopper).is_break() {
                             break;
                         }
