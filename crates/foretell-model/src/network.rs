@@ -228,8 +228,10 @@ impl<M: Serialize> Network<M> {
     }
 
     /// Adds `envelope` to `outbox`, whose earlier envelopes are to be sent to this network
-    /// first, with the hash term [`Network::send`] would add for it.
-    pub(crate) fn post(&self, outbox: &mut Outbox<M>, envelope: Arc<Envelope<M>>) {
+    /// first, with the hash term [`Network::send`] would add for it. With `removed`, the sends
+    /// go to this network less that message (a delivery not yet applied, see
+    /// [`Network::hash_without`]).
+    pub(crate) fn post(&self, removed: Option<usize>, outbox: &mut Outbox<M>, envelope: Arc<Envelope<M>>) {
         let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
         let posted = |e: &&Arc<Envelope<M>>| self.same_queue(e, &envelope);
         let term = match self.kind {
@@ -251,7 +253,9 @@ impl<M: Serialize> Network<M> {
                         term = connection_term(pair);
                     }
                 }
-                let position = self.queue_len(from, to) + outbox.envelopes.iter().filter(posted).count();
+                let gone = removed.is_some_and(|at| self.same_queue(&self.messages[at], &envelope));
+                let position = self.queue_len(from, to) - usize::from(gone)
+                    + outbox.envelopes.iter().filter(posted).count();
                 term.wrapping_add(FingerprintHasher::mix(position as u64, hash))
             }
         };
@@ -267,6 +271,25 @@ impl<M: Serialize> Network<M> {
         }
         debug_assert_eq!(self.hash, expected, "an outbox's hash differs from its sends'");
         self
+    }
+
+    /// The hash this network would have without message `index` (one copy of it), computed
+    /// without the copy [`Network::deliver`] edits: a step recalled from the memo needs only
+    /// its successor's fingerprint unless the successor is new.
+    pub(crate) fn hash_without(&self, index: usize) -> u128 {
+        let anchor = &self.messages[index];
+        if !self.kind.is_fifo() {
+            return self.hash.wrapping_sub(anchor.hash);
+        }
+        // The messages ahead of it keep their positions; those behind it move up by one.
+        let offset = index - self.queue_start(index, anchor);
+        let queue = self.messages[index..].iter().take_while(|e| self.same_queue(anchor, e));
+        let (before, after) = queue.enumerate().fold((0u128, 0u128), |(before, after), (k, e)| {
+            let before = before.wrapping_add(self.message_term(offset + k, e));
+            let after = if k == 0 { after } else { after.wrapping_add(self.message_term(offset + k - 1, e)) };
+            (before, after)
+        });
+        self.hash.wrapping_sub(before).wrapping_add(after)
     }
 
     /// Takes message `index` for delivery; it stays in a grow-only network.
@@ -458,3 +481,54 @@ impl<M: Serialize> Network<M> {
     }
 }
 // ---- End of support for `crate::world_bytes`. -----------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KINDS: [NetworkKind; 4] =
+        [NetworkKind::Unordered, NetworkKind::FifoChannels, NetworkKind::FifoInbox, NetworkKind::GrowOnly];
+
+    /// A network with several queues of several messages, a self-send among them.
+    fn busy(kind: NetworkKind) -> Network<u8> {
+        let mut network = Network::new(kind);
+        for (from, to, msg) in [(0, 1, 7), (2, 1, 8), (0, 1, 9), (1, 1, 3), (1, 0, 4), (0, 1, 7), (2, 1, 5)] {
+            network.send(Envelope::new(NodeId::new(from), NodeId::new(to), msg));
+        }
+        network
+    }
+
+    #[test]
+    fn a_message_left_out_leaves_the_hash_its_removal_would() {
+        for kind in KINDS.into_iter().filter(|kind| kind.consumes()) {
+            let network = busy(kind);
+            for index in 0..network.messages().len() {
+                let mut removed = network.clone();
+                removed.drop_message(index);
+                assert_eq!(network.hash_without(index), removed.hash(), "{kind:?}, message {index}");
+            }
+        }
+    }
+
+    #[test]
+    fn sends_posted_beside_a_pending_delivery_hash_as_if_it_were_made() {
+        let sends = [(1, 1, 6), (1, 2, 6), (2, 1, 6), (1, 1, 2)];
+        for kind in KINDS {
+            let network = busy(kind);
+            for index in network.deliverable().collect::<Vec<_>>() {
+                let mut outbox = Outbox::new();
+                for (from, to, msg) in sends {
+                    let envelope = Arc::new(Envelope::new(NodeId::new(from), NodeId::new(to), msg));
+                    network.post(kind.consumes().then_some(index), &mut outbox, envelope);
+                }
+                let before_sends = if kind.consumes() { network.hash_without(index) } else { network.hash() };
+                let predicted = before_sends.wrapping_add(outbox.hash());
+                let mut delivered = network.clone();
+                delivered.deliver(index);
+                let built = delivered.sent(outbox);
+                assert_eq!(predicted, built.hash(), "{kind:?}, message {index}");
+                assert_eq!(built.hash(), built.compute_hash(), "{kind:?}, message {index}");
+            }
+        }
+    }
+}

@@ -118,12 +118,23 @@ struct Change<P: Protocol> {
     /// The acting node's next slot, shared with the step memo.
     node: Option<(usize, Arc<NodeSlot<P>>)>,
     /// The network after the event itself (a delivery that consumed its message, say).
-    network: Option<Network<P::Msg>>,
+    network: NetworkEdit<P::Msg>,
     /// The messages the handler sent, to be added to that network when the world is built.
     outbox: Outbox<P::Msg>,
     pending: u64,
     faults_used: FaultsUsed,
     fingerprint: Fingerprint,
+}
+
+/// What the event itself does to the network, before the handler's sends.
+enum NetworkEdit<M> {
+    /// Nothing.
+    None,
+    /// It consumes the message at this index: the copy of the network without it is made only
+    /// when the next world is built (see [`Network::hash_without`]).
+    Consume(u32),
+    /// It leaves this network (a fault, a transport error, a reset, a delivery whose handler ran).
+    Rebuilt(Box<Network<M>>),
 }
 
 impl<P: Protocol> Change<P> {
@@ -132,7 +143,16 @@ impl<P: Protocol> Change<P> {
         if let Some((index, slot)) = self.node {
             nodes[index] = slot;
         }
-        let network = match (self.network, self.outbox.is_empty()) {
+        let edited = match self.network {
+            NetworkEdit::None => None,
+            NetworkEdit::Consume(index) => {
+                let mut network = (*parent.network).clone();
+                network.deliver(index as usize);
+                Some(network)
+            }
+            NetworkEdit::Rebuilt(network) => Some(*network),
+        };
+        let network = match (edited, self.outbox.is_empty()) {
             (None, true) => Arc::clone(&parent.network),
             (Some(network), true) => Arc::new(network),
             (network, false) => {
@@ -742,32 +762,29 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         slot: &Option<Arc<NodeSlot<P>>>,
         sends: &[Arc<Envelope<P::Msg>>],
     ) -> Option<Effect<P>> {
-        let network = match action {
-            Action::Deliver(i) if consumes(world, action) => {
-                let mut network = (*world.network).clone();
-                network.deliver(i as usize);
-                Some(network)
-            }
+        let consumed = match action {
+            Action::Deliver(i) if consumes(world, action) => Some(i),
             _ => None,
         };
         let mut outbox = Outbox::new();
-        let before_sends = network.as_ref().unwrap_or(&world.network);
         for envelope in sends {
-            before_sends.post(&mut outbox, Arc::clone(envelope));
+            world.network.post(consumed.map(|i| i as usize), &mut outbox, Arc::clone(envelope));
         }
-        if slot.is_none() && network.is_none() && outbox.is_empty() {
+        if slot.is_none() && consumed.is_none() && outbox.is_empty() {
             return None;
         }
         let mut fingerprint = world.fingerprint.0.wrapping_add(outbox.hash());
         if let Some(slot) = slot {
             fingerprint = fingerprint.wrapping_sub(world.nodes[me.index()].hash).wrapping_add(slot.hash);
         }
-        if let Some(next) = &network {
-            fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(next.hash());
+        if let Some(i) = consumed {
+            fingerprint = fingerprint
+                .wrapping_sub(world.network.hash())
+                .wrapping_add(world.network.hash_without(i as usize));
         }
         let change = Change {
             node: slot.as_ref().map(|slot| (me.index(), Arc::clone(slot))),
-            network,
+            network: consumed.map_or(NetworkEdit::None, NetworkEdit::Consume),
             outbox,
             pending: world.pending,
             faults_used: world.faults_used,
@@ -866,7 +883,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             .wrapping_add(rest_term(world.pending, faults_used));
         let change = Change {
             node: None,
-            network: Some(network),
+            network: NetworkEdit::Rebuilt(Box::new(network)),
             outbox: Outbox::new(),
             pending: world.pending,
             faults_used,
@@ -933,7 +950,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let mut outbox = Outbox::new();
         let before_sends = network.as_ref().unwrap_or(&world.network);
         for envelope in sends.iter() {
-            before_sends.post(&mut outbox, Arc::clone(envelope));
+            before_sends.post(None, &mut outbox, Arc::clone(envelope));
         }
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
         let node = node_changed.then(|| Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
@@ -958,6 +975,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 .wrapping_add(rest_term(pending, faults_used));
         }
         let fingerprint = Fingerprint(fingerprint);
+        let network = network.map_or(NetworkEdit::None, |network| NetworkEdit::Rebuilt(Box::new(network)));
         let change = Change { node, network, outbox, pending, faults_used, fingerprint };
         (Effect { change: Some(Box::new(change)), choices, violation, record }, outcome)
     }
