@@ -13,7 +13,7 @@
 //! ([`Out::mailbox`](crate::Out::mailbox)) sees it empty, and faults that act on the network
 //! (resets on FIFO channels, drops, duplicates, socket errors) have no local form.
 
-use crate::network::Network;
+use crate::network::{Network, NetworkView};
 use crate::simulator::{Call, EventOf, Simulator, StepViolation};
 use crate::world::{FaultsUsed, NodeSlot};
 use crate::{Chooser, Envelope, Event, FingerprintHasher, NodeId, Protocol, World};
@@ -189,7 +189,8 @@ impl<P: Protocol> Simulator<'_, P> {
         let mut state = slot.state.clone();
         let mut clock = slot.clock;
         let nothing = Network::new(self.model().network_kind());
-        let mut out = self.out(node, &mut timers, &mut clock, chooser, false, &nothing);
+        let mut out =
+            self.out(node, &mut timers, &mut clock, chooser, false, NetworkView::new(&nothing, None));
         let result = catch_unwind(AssertUnwindSafe(|| match call {
             Call::Message(envelope) => {
                 protocol.on_message(node, &mut state, envelope.from, &envelope.msg, &mut out)

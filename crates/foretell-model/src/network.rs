@@ -99,6 +99,52 @@ impl<M> Outbox<M> {
     }
 }
 
+/// A network less the message a step's event consumes, if any, without the copy that removing
+/// it takes: what the step's handler sees and where its sends go. The copy is made only when
+/// the step's next world is built, which a search does only for worlds it has not seen.
+pub(crate) struct NetworkView<'n, M> {
+    network: &'n Network<M>,
+    removed: Option<usize>,
+}
+
+impl<M> Clone for NetworkView<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for NetworkView<'_, M> {}
+
+impl<'n, M: Serialize> NetworkView<'n, M> {
+    /// `network` less message `removed`.
+    pub(crate) fn new(network: &'n Network<M>, removed: Option<usize>) -> Self {
+        NetworkView { network, removed }
+    }
+
+    /// The messages in flight, in canonical order.
+    pub(crate) fn messages(self) -> impl Iterator<Item = &'n Arc<Envelope<M>>> {
+        let removed = self.removed;
+        self.network.messages.iter().enumerate().filter(move |(i, _)| Some(*i) != removed).map(|(_, e)| e)
+    }
+
+    /// [`Network::queue_len`] of this view.
+    pub(crate) fn queue_len(self, from: NodeId, to: NodeId) -> usize {
+        let network = self.network;
+        let gone = self.removed.is_some_and(|at| network.in_queue(&network.messages[at], from, to));
+        network.queue_len(from, to) - usize::from(gone)
+    }
+
+    /// [`Network::post`] to this view.
+    pub(crate) fn post(self, outbox: &mut Outbox<M>, envelope: Arc<Envelope<M>>) {
+        self.network.post(self.removed, outbox, envelope);
+    }
+
+    /// The view's contribution to the world fingerprint.
+    pub(crate) fn hash(self) -> u128 {
+        self.removed.map_or(self.network.hash, |at| self.network.hash_without(at))
+    }
+}
+
 /// The state of the network: part of every world.
 #[derive(Clone, Debug)]
 pub(crate) struct Network<M> {
@@ -229,9 +275,8 @@ impl<M: Serialize> Network<M> {
 
     /// Adds `envelope` to `outbox`, whose earlier envelopes are to be sent to this network
     /// first, with the hash term [`Network::send`] would add for it. With `removed`, the sends
-    /// go to this network less that message (a delivery not yet applied, see
-    /// [`Network::hash_without`]).
-    pub(crate) fn post(&self, removed: Option<usize>, outbox: &mut Outbox<M>, envelope: Arc<Envelope<M>>) {
+    /// go to this network less that message (see [`NetworkView`]).
+    fn post(&self, removed: Option<usize>, outbox: &mut Outbox<M>, envelope: Arc<Envelope<M>>) {
         let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
         let posted = |e: &&Arc<Envelope<M>>| self.same_queue(e, &envelope);
         let term = match self.kind {
@@ -253,9 +298,8 @@ impl<M: Serialize> Network<M> {
                         term = connection_term(pair);
                     }
                 }
-                let gone = removed.is_some_and(|at| self.same_queue(&self.messages[at], &envelope));
-                let position = self.queue_len(from, to) - usize::from(gone)
-                    + outbox.envelopes.iter().filter(posted).count();
+                let view = NetworkView::new(self, removed);
+                let position = view.queue_len(from, to) + outbox.envelopes.iter().filter(posted).count();
                 term.wrapping_add(FingerprintHasher::mix(position as u64, hash))
             }
         };
@@ -274,9 +318,8 @@ impl<M: Serialize> Network<M> {
     }
 
     /// The hash this network would have without message `index` (one copy of it), computed
-    /// without the copy [`Network::deliver`] edits: a step recalled from the memo needs only
-    /// its successor's fingerprint unless the successor is new.
-    pub(crate) fn hash_without(&self, index: usize) -> u128 {
+    /// without the copy that removing it takes (see [`NetworkView`]).
+    fn hash_without(&self, index: usize) -> u128 {
         let anchor = &self.messages[index];
         if !self.kind.is_fifo() {
             return self.hash.wrapping_sub(anchor.hash);
@@ -391,6 +434,16 @@ impl<M: Serialize> Network<M> {
         }
         self.hash = self.compute_hash();
         (a, b)
+    }
+
+    /// Whether message `e` sits in the queue a message from `from` to `to` joins (FIFO kinds
+    /// only).
+    fn in_queue(&self, e: &Envelope<M>, from: NodeId, to: NodeId) -> bool {
+        match self.kind {
+            NetworkKind::FifoChannels => (e.from, e.to) == (from, to),
+            NetworkKind::FifoInbox => e.to == to,
+            NetworkKind::Unordered | NetworkKind::GrowOnly => false,
+        }
     }
 
     /// Whether messages `a` and `b` sit in the same queue (FIFO kinds only).
@@ -511,6 +564,36 @@ mod tests {
     }
 
     #[test]
+    fn a_view_without_a_delivered_message_reads_as_the_network_after_it() {
+        for kind in KINDS {
+            let network = busy(kind);
+            for index in network.deliverable().collect::<Vec<_>>() {
+                let removed = kind.consumes().then_some(index);
+                let view = NetworkView::new(&network, removed);
+                let mut delivered = network.clone();
+                delivered.deliver(index);
+                let hashes = |messages: &mut dyn Iterator<Item = &Arc<Envelope<u8>>>| {
+                    messages.map(|e| e.hash).collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    hashes(&mut view.messages()),
+                    hashes(&mut delivered.messages().iter()),
+                    "{kind:?}"
+                );
+                assert_eq!(view.hash(), delivered.hash(), "{kind:?}, message {index}");
+                for (from, to) in [(0, 1), (1, 1), (2, 1), (1, 0), (2, 0)] {
+                    let (from, to) = (NodeId::new(from), NodeId::new(to));
+                    assert_eq!(
+                        view.queue_len(from, to),
+                        delivered.queue_len(from, to),
+                        "{kind:?} {from}->{to}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn sends_posted_beside_a_pending_delivery_hash_as_if_it_were_made() {
         let sends = [(1, 1, 6), (1, 2, 6), (2, 1, 6), (1, 1, 2)];
         for kind in KINDS {
@@ -519,7 +602,7 @@ mod tests {
                 let mut outbox = Outbox::new();
                 for (from, to, msg) in sends {
                     let envelope = Arc::new(Envelope::new(NodeId::new(from), NodeId::new(to), msg));
-                    network.post(kind.consumes().then_some(index), &mut outbox, envelope);
+                    NetworkView::new(&network, kind.consumes().then_some(index)).post(&mut outbox, envelope);
                 }
                 let before_sends = if kind.consumes() { network.hash_without(index) } else { network.hash() };
                 let predicted = before_sends.wrapping_add(outbox.hash());

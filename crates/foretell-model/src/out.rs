@@ -6,7 +6,7 @@
 //! side of the one seam: the [`Chooser`] behind it is an exhaustive odometer under search, a
 //! seeded generator on a walk, a fixed list on replay.
 
-use crate::{network::Network, NodeId, Protocol};
+use crate::{network::NetworkView, NodeId, Protocol};
 use std::cell::Cell;
 use std::fmt::Display;
 use std::panic::Location;
@@ -40,7 +40,8 @@ pub struct Out<'a, P: Protocol> {
     /// Whether the handler read the network ([`Out::mailbox`]): its effect then depends on more
     /// than its node's state and the event.
     pub(crate) read_network: Cell<bool>,
-    pub(crate) network: &'a Network<P::Msg>,
+    /// The network as the handler's event left it.
+    pub(crate) network: NetworkView<'a, P::Msg>,
     /// The most messages a FIFO queue holds ([`crate::Model::queue_capacity`]).
     pub(crate) queue_capacity: Option<usize>,
 }
@@ -190,6 +191,6 @@ impl<'a, P: Protocol> Out<'a, P> {
     pub fn mailbox(&self) -> impl Iterator<Item = (NodeId, &P::Msg)> + '_ {
         let me = self.me;
         self.read_network.set(true);
-        self.network.messages().iter().filter(move |e| e.to == me).map(|e| (e.from, &e.msg))
+        self.network.messages().filter(move |e| e.to == me).map(|e| (e.from, &e.msg))
     }
 }

@@ -11,7 +11,7 @@
 //! the handler is re-run with each choice vector in lexicographic order (VeriSoft-style
 //! re-execution within one step), so one action can have several successors.
 
-use crate::network::{Network, Outbox};
+use crate::network::{Network, NetworkView, Outbox};
 use crate::out::Chooser;
 use crate::scenario::Resolved;
 use crate::step_memo::{self, Outcome, StepMemo};
@@ -130,11 +130,27 @@ struct Change<P: Protocol> {
 enum NetworkEdit<M> {
     /// Nothing.
     None,
-    /// It consumes the message at this index: the copy of the network without it is made only
-    /// when the next world is built (see [`Network::hash_without`]).
+    /// It consumes the message at this index, which stays in the parent's network until the
+    /// next world is built (see [`NetworkView`]).
     Consume(u32),
-    /// It leaves this network (a fault, a transport error, a reset, a delivery whose handler ran).
+    /// It leaves this network (a fault, a transport error, a reset).
     Rebuilt(Box<Network<M>>),
+}
+
+impl<M: Serialize> NetworkEdit<M> {
+    /// The network the event leaves, which the handler sees and its sends go to: `parent`
+    /// edited.
+    fn view<'n>(&'n self, parent: &'n Network<M>) -> NetworkView<'n, M> {
+        match self {
+            NetworkEdit::None => NetworkView::new(parent, None),
+            NetworkEdit::Consume(index) => NetworkView::new(parent, Some(*index as usize)),
+            NetworkEdit::Rebuilt(network) => NetworkView::new(network, None),
+        }
+    }
+
+    fn is_none(&self) -> bool {
+        matches!(self, NetworkEdit::None)
+    }
 }
 
 impl<P: Protocol> Change<P> {
@@ -423,7 +439,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         for me in NodeId::all(model.node_count()) {
             let mut timers = Vec::new();
             let mut clock = 0;
-            let mut out = self.out(me, &mut timers, &mut clock, chooser, record, &empty);
+            let mut out =
+                self.out(me, &mut timers, &mut clock, chooser, record, NetworkView::new(&empty, None));
             let result = catch_unwind(AssertUnwindSafe(|| model.protocol().init(me, &mut out)));
             let (sends, failure) = self.finish_handler(me, &mut out, &result, &mut log);
             choices.extend(out.choices);
@@ -474,7 +491,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         clock: &'a mut u64,
         chooser: &'a mut dyn Chooser,
         record: bool,
-        network: &'a Network<P::Msg>,
+        network: NetworkView<'a, P::Msg>,
     ) -> Out<'a, P> {
         Out {
             me,
@@ -762,29 +779,25 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         slot: &Option<Arc<NodeSlot<P>>>,
         sends: &[Arc<Envelope<P::Msg>>],
     ) -> Option<Effect<P>> {
-        let consumed = match action {
-            Action::Deliver(i) if consumes(world, action) => Some(i),
-            _ => None,
-        };
+        let network = consumed(world, action);
+        let view = network.view(&world.network);
         let mut outbox = Outbox::new();
         for envelope in sends {
-            world.network.post(consumed.map(|i| i as usize), &mut outbox, Arc::clone(envelope));
+            view.post(&mut outbox, Arc::clone(envelope));
         }
-        if slot.is_none() && consumed.is_none() && outbox.is_empty() {
+        if slot.is_none() && network.is_none() && outbox.is_empty() {
             return None;
         }
         let mut fingerprint = world.fingerprint.0.wrapping_add(outbox.hash());
         if let Some(slot) = slot {
             fingerprint = fingerprint.wrapping_sub(world.nodes[me.index()].hash).wrapping_add(slot.hash);
         }
-        if let Some(i) = consumed {
-            fingerprint = fingerprint
-                .wrapping_sub(world.network.hash())
-                .wrapping_add(world.network.hash_without(i as usize));
+        if !network.is_none() {
+            fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(view.hash());
         }
         let change = Change {
             node: slot.as_ref().map(|slot| (me.index(), Arc::clone(slot))),
-            network: consumed.map_or(NetworkEdit::None, NetworkEdit::Consume),
+            network,
             outbox,
             pending: world.pending,
             faults_used: world.faults_used,
@@ -804,9 +817,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let budget = self.model.fault_budget();
         let mut pending = world.pending;
         let mut faults = world.faults_used;
-        let mut network = None;
-        // A message the event took out of the network, which the handler borrows.
-        let delivered;
+        let mut network = NetworkEdit::None;
         let (node, call) = match action {
             Action::Drop(i) => {
                 let mut next = (*world.network).clone();
@@ -827,17 +838,16 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 return (self.network_effect(world, next, faults, event), None);
             }
             Action::Deliver(i) => {
-                // A grow-only network keeps the message: the handler borrows the world's.
-                let envelope: &Envelope<P::Msg> = if world.network.kind().consumes() {
-                    delivered = network.insert((*world.network).clone()).deliver(i as usize);
-                    &delivered
-                } else {
-                    &world.network.messages()[i as usize]
-                };
+                // The handler borrows the message from the world's network; a network that
+                // consumes it is copied without it only if the next world is built.
+                network = consumed(world, action);
+                let envelope = &world.network.messages()[i as usize];
                 (envelope.to, Call::Message(envelope))
             }
             Action::TransportError(i) => {
-                let (node, peer) = network.insert((*world.network).clone()).take_error(i as usize);
+                let mut next = (*world.network).clone();
+                let (node, peer) = next.take_error(i as usize);
+                network = NetworkEdit::Rebuilt(Box::new(next));
                 (node, Call::TransportError(peer))
             }
             Action::Timer(node, t) => {
@@ -858,7 +868,9 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 // The application restarts with its node: its startup inputs are due again.
                 pending |= self.model.input_driver().startup_of(node);
                 if world.network.kind() == NetworkKind::FifoChannels {
-                    network.insert((*world.network).clone()).reset(node);
+                    let mut next = (*world.network).clone();
+                    next.reset(node);
+                    network = NetworkEdit::Rebuilt(Box::new(next));
                 }
                 (node, Call::Restart)
             }
@@ -897,7 +909,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     fn handler_effect(
         &self,
         world: &World<P>,
-        network: Option<Network<P::Msg>>,
+        network: NetworkEdit<P::Msg>,
         pending: u64,
         faults_used: FaultsUsed,
         me: NodeId,
@@ -920,8 +932,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
         let mut clock = slot.clock;
         // The handler sees the network after its event (a delivered message has left it).
-        let seen = network.as_ref().unwrap_or(&world.network);
-        let mut out = self.out(me, &mut timers, &mut clock, chooser, logs, seen);
+        let view = network.view(&world.network);
+        let mut out = self.out(me, &mut timers, &mut clock, chooser, logs, view);
         let result = catch_unwind(AssertUnwindSafe(|| match call {
             Call::Message(envelope) => {
                 protocol.on_message(me, &mut state, envelope.from, &envelope.msg, &mut out)
@@ -948,9 +960,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let sends: Box<[Arc<Envelope<P::Msg>>]> =
             sends.into_iter().map(|(to, msg)| Arc::new(Envelope::new(me, to, msg))).collect();
         let mut outbox = Outbox::new();
-        let before_sends = network.as_ref().unwrap_or(&world.network);
         for envelope in sends.iter() {
-            before_sends.post(None, &mut outbox, Arc::clone(envelope));
+            view.post(&mut outbox, Arc::clone(envelope));
         }
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
         let node = node_changed.then(|| Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
@@ -965,8 +976,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             fingerprint = fingerprint.wrapping_sub(slot.hash).wrapping_add(next.hash);
             (me.index(), next)
         });
-        if let Some(next) = &network {
-            fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(next.hash());
+        if !network.is_none() {
+            fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(view.hash());
         }
         fingerprint = fingerprint.wrapping_add(outbox.hash());
         if (pending, faults_used) != (world.pending, world.faults_used) {
@@ -975,7 +986,6 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 .wrapping_add(rest_term(pending, faults_used));
         }
         let fingerprint = Fingerprint(fingerprint);
-        let network = network.map_or(NetworkEdit::None, |network| NetworkEdit::Rebuilt(Box::new(network)));
         let change = Change { node, network, outbox, pending, faults_used, fingerprint };
         (Effect { change: Some(Box::new(change)), choices, violation, record }, outcome)
     }
@@ -1086,6 +1096,14 @@ impl<'m, P: Protocol> Simulator<'m, P> {
 /// consumes.
 fn consumes<P: Protocol>(world: &World<P>, action: Action) -> bool {
     matches!(action, Action::Deliver(_)) && world.network.kind().consumes()
+}
+
+/// What `action` itself does to `world`'s network when it is a delivery or a local event.
+fn consumed<P: Protocol>(world: &World<P>, action: Action) -> NetworkEdit<P::Msg> {
+    match action {
+        Action::Deliver(i) if consumes(world, action) => NetworkEdit::Consume(i),
+        _ => NetworkEdit::None,
+    }
 }
 
 fn low_bits(count: usize) -> u64 {
