@@ -19,6 +19,8 @@ fn systems(large: bool) -> Vec<System> {
         ("two-phase-commit", vec![("rms", "7"), ("symmetry", "1")]),
         ("paxos-tla", vec![("ballots", "1")]),
         ("paxos-tla", vec![("ballots", "2")]),
+        // FIFO channels: deliveries consume their messages.
+        ("paxos", vec![("proposals", "0:1,1:2"), ("resets", "0")]),
     ];
     if large {
         list.push(("two-phase-commit", vec![("rms", "8")]));
