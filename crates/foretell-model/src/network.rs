@@ -344,11 +344,6 @@ impl<M: Serialize> Network<M> {
         }
     }
 
-    /// Loses message `index` (a fault).
-    pub(crate) fn drop_message(&mut self, index: usize) -> Arc<Envelope<M>> {
-        self.remove(index)
-    }
-
     /// Duplicates message `index` (a fault): the copy sits right behind the original.
     pub(crate) fn duplicate(&mut self, index: usize) {
         let copy = Arc::clone(&self.messages[index]);
@@ -557,7 +552,7 @@ mod tests {
             let network = busy(kind);
             for index in 0..network.messages().len() {
                 let mut removed = network.clone();
-                removed.drop_message(index);
+                removed.remove(index);
                 assert_eq!(network.hash_without(index), removed.hash(), "{kind:?}, message {index}");
             }
         }

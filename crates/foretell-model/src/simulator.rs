@@ -130,8 +130,8 @@ struct Change<P: Protocol> {
 enum NetworkEdit<M> {
     /// Nothing.
     None,
-    /// It consumes the message at this index, which stays in the parent's network until the
-    /// next world is built (see [`NetworkView`]).
+    /// It consumes (delivers or loses) the message at this index, which stays in the parent's
+    /// network until the next world is built (see [`NetworkView`]).
     Consume(u32),
     /// It leaves this network (a fault, a transport error, a reset).
     Rebuilt(Box<Network<M>>),
@@ -820,22 +820,23 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let mut network = NetworkEdit::None;
         let (node, call) = match action {
             Action::Drop(i) => {
-                let mut next = (*world.network).clone();
-                next.drop_message(i as usize);
+                // Lost like a delivered message is consumed: copied without it only if new.
                 faults.drops += u32::from(budget.drops.counted());
-                return (self.network_effect(world, next, faults, event), None);
+                return (self.network_effect(world, NetworkEdit::Consume(i), faults, event), None);
             }
             Action::Duplicate(i) => {
                 let mut next = (*world.network).clone();
                 next.duplicate(i as usize);
                 faults.duplicates += u32::from(budget.duplicates.counted());
-                return (self.network_effect(world, next, faults, event), None);
+                let network = NetworkEdit::Rebuilt(Box::new(next));
+                return (self.network_effect(world, network, faults, event), None);
             }
             Action::SocketError(i) => {
                 let mut next = (*world.network).clone();
                 next.break_connection(i as usize);
                 faults.socket_errors += u32::from(budget.socket_errors.counted());
-                return (self.network_effect(world, next, faults, event), None);
+                let network = NetworkEdit::Rebuilt(Box::new(next));
+                return (self.network_effect(world, network, faults, event), None);
             }
             Action::Deliver(i) => {
                 // The handler borrows the message from the world's network; a network that
@@ -882,7 +883,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     fn network_effect(
         &self,
         world: &World<P>,
-        network: Network<P::Msg>,
+        network: NetworkEdit<P::Msg>,
         faults_used: FaultsUsed,
         event: Option<EventOf<P>>,
     ) -> Effect<P> {
@@ -890,12 +891,12 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             .fingerprint
             .0
             .wrapping_sub(world.network.hash())
-            .wrapping_add(network.hash())
+            .wrapping_add(network.view(&world.network).hash())
             .wrapping_sub(rest_term(world.pending, world.faults_used))
             .wrapping_add(rest_term(world.pending, faults_used));
         let change = Change {
             node: None,
-            network: NetworkEdit::Rebuilt(Box::new(network)),
+            network,
             outbox: Outbox::new(),
             pending: world.pending,
             faults_used,
