@@ -117,7 +117,7 @@ pub struct StepOutcome<P: Protocol> {
 struct Change<P: Protocol> {
     /// The acting node's next slot, shared with the step memo.
     node: Option<(usize, Arc<NodeSlot<P>>)>,
-    /// The network after the event itself (a delivery that consumed its message, say).
+    /// What the event itself does to the network (a delivery that consumes its message, say).
     network: NetworkEdit<P::Msg>,
     /// The messages the handler sent, to be added to that network when the world is built.
     outbox: Outbox<P::Msg>,
