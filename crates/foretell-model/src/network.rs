@@ -134,9 +134,38 @@ impl<'n, M: Serialize> NetworkView<'n, M> {
         network.queue_len(from, to) - usize::from(gone)
     }
 
-    /// [`Network::post`] to this view.
+    /// Adds `envelope` to `outbox`, whose earlier envelopes are to be sent to this view first,
+    /// with the hash term [`Network::send`] would add for it.
     pub(crate) fn post(self, outbox: &mut Outbox<M>, envelope: Arc<Envelope<M>>) {
-        self.network.post(self.removed, outbox, envelope);
+        let network = self.network;
+        let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
+        let posted = |e: &&Arc<Envelope<M>>| network.same_queue(e, &envelope);
+        let term = match network.kind {
+            NetworkKind::GrowOnly => {
+                let sent = |e: &Arc<Envelope<M>>| (e.to, e.hash) == (to, hash);
+                if network.holds(&envelope) || outbox.envelopes.iter().any(sent) {
+                    return;
+                }
+                hash
+            }
+            NetworkKind::Unordered => hash,
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                let mut term = 0u128;
+                if network.kind == NetworkKind::FifoChannels && from != to {
+                    let pair = (from.min(to), from.max(to));
+                    let opened = |e: &Arc<Envelope<M>>| (e.from.min(e.to), e.from.max(e.to)) == pair;
+                    if network.connections.binary_search(&pair).is_err()
+                        && !outbox.envelopes.iter().any(opened)
+                    {
+                        term = connection_term(pair);
+                    }
+                }
+                let position = self.queue_len(from, to) + outbox.envelopes.iter().filter(posted).count();
+                term.wrapping_add(FingerprintHasher::mix(position as u64, hash))
+            }
+        };
+        outbox.hash = outbox.hash.wrapping_add(term);
+        outbox.envelopes.push(envelope);
     }
 
     /// The view's contribution to the world fingerprint.
@@ -271,40 +300,6 @@ impl<M: Serialize> Network<M> {
         self.hash = self.hash.wrapping_add(term);
         self.messages.insert(at, envelope);
         self.debug_check();
-    }
-
-    /// Adds `envelope` to `outbox`, whose earlier envelopes are to be sent to this network
-    /// first, with the hash term [`Network::send`] would add for it. With `removed`, the sends
-    /// go to this network less that message (see [`NetworkView`]).
-    fn post(&self, removed: Option<usize>, outbox: &mut Outbox<M>, envelope: Arc<Envelope<M>>) {
-        let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
-        let posted = |e: &&Arc<Envelope<M>>| self.same_queue(e, &envelope);
-        let term = match self.kind {
-            NetworkKind::GrowOnly => {
-                let sent = |e: &Arc<Envelope<M>>| (e.to, e.hash) == (to, hash);
-                if self.holds(&envelope) || outbox.envelopes.iter().any(sent) {
-                    return;
-                }
-                hash
-            }
-            NetworkKind::Unordered => hash,
-            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
-                let mut term = 0u128;
-                if self.kind == NetworkKind::FifoChannels && from != to {
-                    let pair = (from.min(to), from.max(to));
-                    let opened = |e: &Arc<Envelope<M>>| (e.from.min(e.to), e.from.max(e.to)) == pair;
-                    if self.connections.binary_search(&pair).is_err() && !outbox.envelopes.iter().any(opened)
-                    {
-                        term = connection_term(pair);
-                    }
-                }
-                let view = NetworkView::new(self, removed);
-                let position = view.queue_len(from, to) + outbox.envelopes.iter().filter(posted).count();
-                term.wrapping_add(FingerprintHasher::mix(position as u64, hash))
-            }
-        };
-        outbox.hash = outbox.hash.wrapping_add(term);
-        outbox.envelopes.push(envelope);
     }
 
     /// This network with `outbox`'s envelopes sent, in order.
@@ -443,11 +438,7 @@ impl<M: Serialize> Network<M> {
 
     /// Whether messages `a` and `b` sit in the same queue (FIFO kinds only).
     fn same_queue(&self, a: &Envelope<M>, b: &Envelope<M>) -> bool {
-        match self.kind {
-            NetworkKind::FifoChannels => (a.from, a.to) == (b.from, b.to),
-            NetworkKind::FifoInbox => a.to == b.to,
-            NetworkKind::Unordered | NetworkKind::GrowOnly => false,
-        }
+        self.in_queue(a, b.from, b.to)
     }
 
     /// The index of the first message of `anchor`'s queue, searching back from `index`.
