@@ -223,8 +223,10 @@ impl<M: Serialize> Network<M> {
     pub(crate) fn deliverable(&self) -> impl Iterator<Item = usize> + '_ {
         let kind = self.kind;
         let messages = &self.messages;
+        // Every message of a grow-only set is deliverable: no neighbour to compare with.
+        let every = kind == NetworkKind::GrowOnly;
         (0..messages.len()).filter(move |&i| {
-            i == 0 || {
+            every || i == 0 || {
                 let (prev, this) = (&messages[i - 1], &messages[i]);
                 match kind {
                     NetworkKind::Unordered => prev.hash != this.hash || prev.to != this.to,
