@@ -248,9 +248,10 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         self.soundness = verdicts.verifier.counts;
         self.stats.preliminary_violations += verdicts.preliminary;
         for (candidate, undecided) in &verdicts.unsound {
-            match undecided {
-                true => self.stats.undecided += candidate.combinations,
-                false => self.stats.unsound += candidate.combinations,
+            if *undecided {
+                self.stats.undecided += candidate.combinations;
+            } else {
+                self.stats.unsound += candidate.combinations;
             }
         }
         self.note_space(&space, combiner);
