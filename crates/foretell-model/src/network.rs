@@ -17,6 +17,7 @@
 
 use crate::{FingerprintHasher, NodeId};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// How the network orders, keeps and delivers messages.
@@ -79,14 +80,16 @@ impl<M: Serialize> Envelope<M> {
 #[derive(Debug)]
 pub(crate) struct Outbox<M> {
     /// The envelopes to send, in send order; those a grow-only network would ignore are left out.
-    envelopes: Vec<Arc<Envelope<M>>>,
+    /// Most steps send one or two, which stay inline: a successor that sends needs no
+    /// allocation of its own for them.
+    envelopes: SmallVec<[Arc<Envelope<M>>; 2]>,
     /// What sending them adds to the network's hash.
     hash: u128,
 }
 
 impl<M> Outbox<M> {
     pub(crate) fn new() -> Self {
-        Outbox { envelopes: Vec::new(), hash: 0 }
+        Outbox { envelopes: SmallVec::new(), hash: 0 }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -174,6 +177,42 @@ impl<'n, M: Serialize> NetworkView<'n, M> {
     }
 }
 
+/// The indices of a network's messages that may be delivered next, in order: every message of
+/// a grow-only set, and the head of each queue of the others (the first of equal messages in an
+/// unordered multiset).
+pub(crate) struct Deliverable<'n, M> {
+    kind: NetworkKind,
+    messages: &'n [Arc<Envelope<M>>],
+    next: usize,
+}
+
+impl<M> Iterator for Deliverable<'_, M> {
+    type Item = usize;
+
+    #[inline] // a search lists every world's deliveries: this keeps the loop free of calls
+    fn next(&mut self) -> Option<usize> {
+        while self.next < self.messages.len() {
+            let i = self.next;
+            self.next += 1;
+            // Every message of a grow-only set is deliverable: no neighbour to compare with.
+            if i == 0 || self.kind == NetworkKind::GrowOnly {
+                return Some(i);
+            }
+            let (prev, this) = (&self.messages[i - 1], &self.messages[i]);
+            let heads = match self.kind {
+                NetworkKind::Unordered => prev.hash != this.hash || prev.to != this.to,
+                NetworkKind::GrowOnly => true,
+                NetworkKind::FifoChannels => (prev.from, prev.to) != (this.from, this.to),
+                NetworkKind::FifoInbox => prev.to != this.to,
+            };
+            if heads {
+                return Some(i);
+            }
+        }
+        None
+    }
+}
+
 /// The state of the network: part of every world.
 #[derive(Clone, Debug)]
 pub(crate) struct Network<M> {
@@ -220,22 +259,8 @@ impl<M: Serialize> Network<M> {
     }
 
     /// Indices of the messages that may be delivered next.
-    pub(crate) fn deliverable(&self) -> impl Iterator<Item = usize> + '_ {
-        let kind = self.kind;
-        let messages = &self.messages;
-        // Every message of a grow-only set is deliverable: no neighbour to compare with.
-        let every = kind == NetworkKind::GrowOnly;
-        (0..messages.len()).filter(move |&i| {
-            every || i == 0 || {
-                let (prev, this) = (&messages[i - 1], &messages[i]);
-                match kind {
-                    NetworkKind::Unordered => prev.hash != this.hash || prev.to != this.to,
-                    NetworkKind::GrowOnly => true,
-                    NetworkKind::FifoChannels => (prev.from, prev.to) != (this.from, this.to),
-                    NetworkKind::FifoInbox => prev.to != this.to,
-                }
-            }
-        })
+    pub(crate) fn deliverable(&self) -> Deliverable<'_, M> {
+        Deliverable { kind: self.kind, messages: &self.messages, next: 0 }
     }
 
     /// Indices of distinct pending transport errors.
