@@ -57,7 +57,7 @@ pub use protocol::Protocol;
 pub use scenario::Scenario;
 pub use simulator::{
     ChoiceOdometer, EventOf, FixedChoices, Simulator, StepOutcome, StepRecord, StepViolation, Successor,
-    ViolationKind,
+    Unbuilt, ViolationKind,
 };
 pub use symmetry::{Permutation, Symmetry};
 pub use trace::{

@@ -231,9 +231,28 @@ impl<P: Protocol> Successor<'_, P> {
 
     /// Builds the next world.
     pub fn into_world(self) -> World<P> {
+        let parent = self.parent;
+        self.unbuilt().build(parent)
+    }
+
+    /// The next world, not built yet and no longer borrowing its parent: what an engine keeps
+    /// while it looks the fingerprint up, in a buffer that serves world after world.
+    pub fn unbuilt(self) -> Unbuilt<P> {
+        Unbuilt { change: self.change }
+    }
+}
+
+/// A successor's next world, not built yet: [`Successor::unbuilt`].
+pub struct Unbuilt<P: Protocol> {
+    change: Option<Box<Change<P>>>,
+}
+
+impl<P: Protocol> Unbuilt<P> {
+    /// Builds the next world from `parent`, the world whose successor it is.
+    pub fn build(self, parent: &World<P>) -> World<P> {
         match self.change {
-            Some(change) => (*change).apply(self.parent),
-            None => self.parent.clone(),
+            Some(change) => (*change).apply(parent),
+            None => parent.clone(),
         }
     }
 }

@@ -274,6 +274,7 @@ fn expand_level<P: Protocol>(shared: &Shared<'_, '_, '_, P>, level: &[Share<P>],
     let sim = shared.sim;
     let depth = shared.depth.load(Ordering::Relaxed) as u32 + 1;
     let bits = exp.options.fingerprint_bits;
+    let mut keyed = Vec::new();
     loop {
         if shared.stop.load(Ordering::Relaxed) {
             return;
@@ -294,7 +295,8 @@ fn expand_level<P: Protocol>(shared: &Shared<'_, '_, '_, P>, level: &[Share<P>],
         }
         let before = worker.tally.unique;
         for (world, id) in &chunk {
-            for mut s in keyed_successors(sim, world, shared.visited) {
+            keyed_successors(sim, world, shared.visited, &mut keyed);
+            for mut s in keyed.drain(..) {
                 worker.tally.transitions += 1;
                 if let Some(violation) = s.violation.take() {
                     // A step that breaks a handler property is a finding even into a seen world.
@@ -306,7 +308,7 @@ fn expand_level<P: Protocol>(shared: &Shared<'_, '_, '_, P>, level: &[Share<P>],
                     continue;
                 }
                 let child = worker.record(*id, s.ordinal);
-                let next = s.into_world();
+                let next = s.into_world(world);
                 match worker.tally.examine(sim, &next, depth as usize, None) {
                     Some(v) => {
                         worker.found = Some((child, v));

@@ -129,6 +129,7 @@ fn work<P: Protocol>(
     let sim: Simulator<'_, P> = exp.sim;
     let bits = exp.options.fingerprint_bits;
     let mut since_poll = 0u32;
+    let mut keyed = Vec::new();
     loop {
         if shared.stop.load(Ordering::Relaxed) {
             return;
@@ -153,7 +154,8 @@ fn work<P: Protocol>(
             shared.pending.fetch_add(1, Ordering::AcqRel);
             deque.push(item);
         };
-        for mut s in keyed_successors(sim, &world, &shared.seen) {
+        keyed_successors(sim, &world, &shared.seen, &mut keyed);
+        for mut s in keyed.drain(..) {
             tally.transitions += 1;
             if let Some(violation) = s.violation.take() {
                 found = Some((path.child(s.ordinal), *violation));
@@ -163,11 +165,11 @@ fn work<P: Protocol>(
                 Visit::Seen => {}
                 Visit::Reopened => {
                     let child = path.child(s.ordinal);
-                    push((s.into_world(), child));
+                    push((s.into_world(&world), child));
                 }
                 Visit::New => {
                     let child = path.child(s.ordinal);
-                    let next = s.into_world();
+                    let next = s.into_world(&world);
                     match tally.examine(sim, &next, depth as usize + 1, None) {
                         Some(v) => {
                             found = Some((child, v));

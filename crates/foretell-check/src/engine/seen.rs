@@ -6,7 +6,7 @@
 
 use crate::fingerprint_set::FingerprintSet;
 use crate::{CheckOptions, FingerprintBits};
-use foretell_model::{Fingerprint, Protocol, Simulator, StepViolation, Successor, World};
+use foretell_model::{Fingerprint, Protocol, Simulator, StepViolation, Successor, Unbuilt, World};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
 use std::sync::{Mutex, MutexGuard};
@@ -112,17 +112,18 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A successor on its way to the visited set, with the key it is stored under: the canonical
 /// fingerprint of its orbit when the model declares a symmetry (which needs the world built),
-/// otherwise the fingerprint the simulator computed without building it.
-pub(crate) struct Keyed<'w, P: Protocol> {
+/// otherwise the fingerprint the simulator computed without building it. It does not borrow its
+/// parent, so that one buffer of them serves a worker's worlds one after another.
+pub(crate) struct Keyed<P: Protocol> {
     pub(crate) key: Fingerprint,
     pub(crate) ordinal: u32,
     /// The violation the step caused, if any.
     pub(crate) violation: Option<Box<StepViolation>>,
-    successor: Result<World<P>, Successor<'w, P>>,
+    successor: Result<World<P>, Unbuilt<P>>,
 }
 
-impl<'w, P: Protocol> Keyed<'w, P> {
-    pub(crate) fn new(sim: Simulator<'_, P>, mut successor: Successor<'w, P>) -> Self {
+impl<P: Protocol> Keyed<P> {
+    pub(crate) fn new(sim: Simulator<'_, P>, mut successor: Successor<'_, P>) -> Self {
         let (ordinal, violation) = (successor.ordinal, successor.violation.take());
         match sim.model().symmetry_ref() {
             Some(symmetry) => {
@@ -130,30 +131,37 @@ impl<'w, P: Protocol> Keyed<'w, P> {
                 let key = symmetry.canonical_fingerprint(&world);
                 Keyed { key, ordinal, violation, successor: Ok(world) }
             }
-            None => Keyed { key: successor.fingerprint(), ordinal, violation, successor: Err(successor) },
+            None => Keyed {
+                key: successor.fingerprint(),
+                ordinal,
+                violation,
+                successor: Err(successor.unbuilt()),
+            },
         }
     }
 
-    pub(crate) fn into_world(self) -> World<P> {
-        self.successor.unwrap_or_else(Successor::into_world)
+    /// The successor's world; `parent` is the world it is a successor of.
+    pub(crate) fn into_world(self, parent: &World<P>) -> World<P> {
+        self.successor.unwrap_or_else(|unbuilt| unbuilt.build(parent))
     }
 }
 
-/// Every successor of `world`, keyed, in canonical order, with the memory `seen` will read for
-/// their keys already on its way: a large visited set costs a cache miss per lookup, and one
-/// world's lookups, hinted together, wait for their misses side by side rather than in turn.
-pub(crate) fn keyed_successors<'w, P: Protocol>(
+/// Every successor of `world`, keyed, in canonical order, in `keyed` (emptied first), with the
+/// memory `seen` will read for their keys already on its way: a large visited set costs a cache
+/// miss per lookup, and one world's lookups, hinted together, wait for their misses side by side
+/// rather than in turn.
+pub(crate) fn keyed_successors<P: Protocol>(
     sim: Simulator<'_, P>,
-    world: &'w World<P>,
+    world: &World<P>,
     seen: &Seen,
-) -> Vec<Keyed<'w, P>> {
-    let mut keyed = Vec::with_capacity(16);
+    keyed: &mut Vec<Keyed<P>>,
+) {
+    keyed.clear();
     sim.successors(world, |successor| {
         let successor = Keyed::new(sim, successor);
         seen.prefetch(successor.key);
         keyed.push(successor);
     });
-    keyed
 }
 
 /// The key `world` is stored under (see [`Keyed`]).
