@@ -119,7 +119,9 @@ pub(crate) struct Keyed<P: Protocol> {
     pub(crate) ordinal: u32,
     /// The violation the step caused, if any.
     pub(crate) violation: Option<Box<StepViolation>>,
-    successor: Result<World<P>, Unbuilt<P>>,
+    /// Built (boxed: only symmetric models build worlds before the lookup, and a small `Keyed`
+    /// moves cheaply through the buffer), or still to be built.
+    successor: Result<Box<World<P>>, Unbuilt<P>>,
 }
 
 impl<P: Protocol> Keyed<P> {
@@ -129,7 +131,7 @@ impl<P: Protocol> Keyed<P> {
             Some(symmetry) => {
                 let world = successor.into_world();
                 let key = symmetry.canonical_fingerprint(&world);
-                Keyed { key, ordinal, violation, successor: Ok(world) }
+                Keyed { key, ordinal, violation, successor: Ok(Box::new(world)) }
             }
             None => Keyed {
                 key: successor.fingerprint(),
@@ -142,7 +144,10 @@ impl<P: Protocol> Keyed<P> {
 
     /// The successor's world; `parent` is the world it is a successor of.
     pub(crate) fn into_world(self, parent: &World<P>) -> World<P> {
-        self.successor.unwrap_or_else(|unbuilt| unbuilt.build(parent))
+        match self.successor {
+            Ok(world) => *world,
+            Err(unbuilt) => unbuilt.build(parent),
+        }
     }
 }
 
