@@ -71,6 +71,7 @@ impl Seen {
     /// Starts loading the memory a visit of `fingerprint` will read (see
     /// [`FingerprintSet::prefetch`]); the hash-map sets, used only with 128-bit fingerprints or
     /// depth bounds, have no such hint.
+    #[inline]
     pub(crate) fn prefetch(&self, fingerprint: Fingerprint) {
         if let Seen::Set(set) = self {
             set.prefetch(fingerprint.short());
@@ -125,6 +126,7 @@ pub(crate) struct Keyed<P: Protocol> {
 }
 
 impl<P: Protocol> Keyed<P> {
+    #[inline]
     pub(crate) fn new(sim: Simulator<'_, P>, mut successor: Successor<'_, P>) -> Self {
         let (ordinal, violation) = (successor.ordinal, successor.violation.take());
         match sim.model().symmetry_ref() {
