@@ -248,7 +248,8 @@ pub struct Unbuilt<P: Protocol> {
 }
 
 impl<P: Protocol> Unbuilt<P> {
-    /// Builds the next world from `parent`, the world whose successor it is.
+    /// Builds the next world from `parent`, which must be the world whose successor it is: the
+    /// change applies to that world only (debug builds check the built world's fingerprint).
     pub fn build(self, parent: &World<P>) -> World<P> {
         match self.change {
             Some(change) => (*change).apply(parent),
