@@ -20,6 +20,7 @@
 
 mod event;
 mod fingerprint;
+mod idle_events;
 mod ignored;
 mod local;
 mod model;

@@ -388,7 +388,8 @@ thread_local! {
 /// The model's semantics: initial worlds, enabled actions, steps.
 pub struct Simulator<'m, P: Protocol> {
     model: &'m Model<P>,
-    /// Distinguishes this simulator's entries in the thread-local step memo.
+    /// Distinguishes this simulator's entries in the thread-local step memo and the facts it
+    /// left in node slots ([`crate::idle_events`]).
     id: u64,
 }
 
@@ -407,7 +408,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// The model's [`ModelError`] if it does not validate.
     pub fn new(model: &'m Model<P>) -> Result<Self, ModelError> {
         model.validate()?;
-        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        // From 1: a slot's idle events name their simulator, and 0 names none.
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let sim = Simulator { model, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) };
         if let Some(Err(reason)) = model.resolved_start(&sim) {
             return Err(ModelError::Scenario(reason));
@@ -752,9 +754,19 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         memo: &mut StepMemo<P>,
     ) -> Option<Effect<P>> {
         let keyed = self.memo_key(world, action);
+        let node = keyed.map(|(node, _)| &world.nodes[node.index()]);
+        if node.is_some_and(|node| node.idle.knows(self.id, action)) {
+            return None;
+        }
         match keyed.and_then(|(node, key)| Some((node, memo.recall(key)?))) {
-            Some((_, Outcome::Disabled)) => None,
-            Some((_, Outcome::Ran { slot: None, sends })) if sends.is_empty() && !consumes(world, action) => {
+            Some((me, Outcome::Disabled)) => {
+                world.nodes[me.index()].idle.learn(self.id, action);
+                None
+            }
+            Some((me, Outcome::Ran { slot: None, sends }))
+                if sends.is_empty() && !consumes(world, action) =>
+            {
+                world.nodes[me.index()].idle.learn(self.id, action);
                 None
             }
             Some((node, Outcome::Ran { slot, sends })) => {

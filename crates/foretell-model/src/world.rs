@@ -8,6 +8,7 @@
 //! step computes its successor's fingerprint from the parts it changed, before (and often
 //! instead of) building the successor world.
 
+use crate::idle_events::IdleEvents;
 use crate::network::Network;
 use crate::{Envelope, Fingerprint, FingerprintHasher, NodeId, Protocol};
 use serde::Serialize;
@@ -19,6 +20,8 @@ pub(crate) struct NodeSlot<P: Protocol> {
     pub(crate) timers: Vec<P::Timer>,
     pub(crate) clock: u64,
     pub(crate) hash: u128,
+    /// The local events this slot is known to ignore.
+    pub(crate) idle: IdleEvents,
 }
 
 impl<P: Protocol> NodeSlot<P> {
@@ -26,7 +29,7 @@ impl<P: Protocol> NodeSlot<P> {
     /// nodes contribute differently to the fingerprint.
     pub(crate) fn new(index: usize, state: P::State, timers: Vec<P::Timer>, clock: u64) -> Self {
         let hash = FingerprintHasher::hash(&(index as u32, &state, &timers, clock));
-        NodeSlot { state, timers, clock, hash }
+        NodeSlot { state, timers, clock, hash, idle: IdleEvents::default() }
     }
 }
 
@@ -148,12 +151,13 @@ impl<P: Protocol> World<P> {
             .nodes
             .iter()
             .map(|slot| {
-                let NodeSlot { state, timers, clock, hash } = &**slot;
+                let NodeSlot { state, timers, clock, hash, idle } = &**slot;
                 Arc::new(NodeSlot {
                     state: state.clone(),
                     timers: timers.clone(),
                     clock: *clock,
                     hash: *hash,
+                    idle: idle.copy(),
                 })
             })
             .collect();
