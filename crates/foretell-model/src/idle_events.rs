@@ -5,15 +5,16 @@
 //! Most of a world's enabled events change nothing: in two-phase commit with six resource
 //! managers, a world has about 14 spontaneous inputs and 9 deliveries, and 5 of them are
 //! successors. The step memo knows the rest are no-ops, but asking it means building the step's
-//! key and probing a table for every one of them, in every world. A slot is shared (`Arc`) by
-//! every world that holds it, so what one world learned about it serves them all.
+//! key and probing a table for every one of them, in every world, and on a large search the
+//! probed entry is often out of the cache. A slot is shared (`Arc`) by every world that holds it,
+//! so what one world learned about it serves them all.
 //!
 //! Only local events are remembered, by their index: spontaneous driver input `i` and the slot's
 //! `t`-th armed timer, whose step memo keys depend on the slot and the index alone. A bit is set
-//! only where the memo recalled the event as a no-op, so it holds the memo's facts and makes its
-//! assumptions (a handler is a deterministic function of the slot and the event). The indices
-//! mean something only under one model, so the facts belong to the first simulator that records
-//! one, and any other simulator ignores them.
+//! only where the memo recalled the event as a no-op or as not enabled, so it holds the memo's
+//! facts and makes its assumptions (a handler is a deterministic function of the slot and the
+//! event). The indices mean something only under one model, so the facts belong to the first
+//! simulator that records one, and any other simulator ignores them.
 
 use crate::Action;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

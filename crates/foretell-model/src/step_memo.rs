@@ -17,7 +17,9 @@
 //! messages). A step whose node changed nothing and sent nothing — an input the node ignores in
 //! its phase, a message delivered again to a grow-only network — is thus no successor where the
 //! event leaves the network alone. A handler that declares its event not enabled
-//! ([`crate::Out::disable`]) is recalled as [`Outcome::Disabled`]: no step at all.
+//! ([`crate::Out::disable`]) is recalled as [`Outcome::Disabled`]: no step at all. A local
+//! event (a spontaneous input, a timer) recalled as either is also written into the slot
+//! ([`crate::idle_events`]), and the worlds holding that slot then skip it without a lookup.
 //!
 //! Fields a protocol marks [`crate::Ignored`] are outside the slot hash: like state hashing, the
 //! memo assumes they do not change what a handler does, and a recalled slot carries the ignored
