@@ -40,6 +40,7 @@
 //!   double hashing, `h1 + i·h2 mod m` with `h2` odd, which Kirsch and Mitzenmacher ("Less
 //!   hashing, same performance", ESA 2006) show costs nothing in false-positive rate.
 
+use foretell_model::prefetch;
 use std::alloc::Layout;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
@@ -615,20 +616,6 @@ impl<K: Key> Shard<K> {
     }
 }
 
-/// Hints the processor to load the cache line at `address` (a hint: no access is made, and an
-/// invalid address does not fault).
-#[inline(always)]
-fn prefetch_line<T>(address: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `prefetcht0` only hints the cache; it reads nothing architecturally and never
-    // faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = address;
-}
-
 impl<K: Key> Sharded<K> {
     /// 64 empty shards.
     fn new() -> Self {
@@ -658,7 +645,7 @@ impl<K: Key> Sharded<K> {
     /// [`FingerprintSet::prefetch`]: the home bucket of `fp`.
     #[inline(always)]
     fn prefetch(&self, fp: u64) {
-        prefetch_line(self.shards[Self::shard(fp)].current().home_address(K::of(fp)));
+        prefetch(self.shards[Self::shard(fp)].current().home_address(K::of(fp)));
     }
 
     /// [`FingerprintSet::insert_mut`].
@@ -765,7 +752,7 @@ impl Bloom {
     #[inline]
     fn prefetch(&self, fp: u64) {
         for position in self.positions(fp) {
-            prefetch_line(&self.words[(position >> 6) as usize]);
+            prefetch(&self.words[(position >> 6) as usize]);
         }
     }
 

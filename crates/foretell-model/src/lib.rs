@@ -18,6 +18,7 @@
 
 #![deny(missing_docs)]
 
+mod cache_hint;
 mod event;
 mod fingerprint;
 mod idle_events;
@@ -42,6 +43,7 @@ mod weights;
 mod world;
 mod world_bytes;
 
+pub use cache_hint::prefetch;
 pub use event::{Action, Event};
 pub use fingerprint::{Fingerprint, FingerprintHasher};
 pub use ignored::Ignored;

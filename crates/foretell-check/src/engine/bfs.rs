@@ -40,6 +40,9 @@ pub(crate) const MAX_THREADS: usize = 1 << WORKER_BITS;
 const ROOT: RecordRef = (1 << (INDEX_BITS + WORKER_BITS)) - 1;
 /// Worlds in a chunk of a level: what a worker takes at a time.
 const CHUNK: usize = 64;
+/// How many worlds ahead of the one it expands a worker hints the first level of a world's parts
+/// into the cache (see [`World::prefetch`]); the second level follows at half the distance.
+const PREFETCH_AHEAD: usize = 4;
 
 /// A world of a level, with the reference to its parent record.
 type Item<P> = (World<P>, RecordRef);
@@ -294,7 +297,13 @@ fn expand_level<P: Protocol>(shared: &Shared<'_, '_, '_, P>, level: &[Share<P>],
             }
         }
         let before = worker.tally.unique;
-        for (world, id) in &chunk {
+        for (at, (world, id)) in chunk.iter().enumerate() {
+            if let Some((ahead, _)) = chunk.get(at + PREFETCH_AHEAD) {
+                ahead.prefetch();
+            }
+            if let Some((ahead, _)) = chunk.get(at + PREFETCH_AHEAD / 2) {
+                ahead.prefetch_messages();
+            }
             keyed_successors(sim, world, shared.visited, &mut keyed);
             for mut s in keyed.drain(..) {
                 worker.tally.transitions += 1;
