@@ -754,20 +754,21 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         memo: &mut StepMemo<P>,
     ) -> Option<Effect<P>> {
         let keyed = self.memo_key(world, action);
-        let node = keyed.map(|(node, _)| &world.nodes[node.index()]);
-        if node.is_some_and(|node| node.idle.knows(self.id, action)) {
+        let acting = keyed.map(|(node, _)| &world.nodes[node.index()]);
+        if acting.is_some_and(|slot| slot.idle.knows(self.id, action)) {
             return None;
         }
-        match keyed.and_then(|(node, key)| Some((node, memo.recall(key)?))) {
-            Some((me, Outcome::Disabled)) => {
-                world.nodes[me.index()].idle.learn(self.id, action);
-                None
+        // A recalled no-op: no successor, and a fact for the acting slot's idle events.
+        let idle = || {
+            if let Some(slot) = acting {
+                slot.idle.learn(self.id, action);
             }
-            Some((me, Outcome::Ran { slot: None, sends }))
-                if sends.is_empty() && !consumes(world, action) =>
-            {
-                world.nodes[me.index()].idle.learn(self.id, action);
-                None
+            None
+        };
+        match keyed.and_then(|(node, key)| Some((node, memo.recall(key)?))) {
+            Some((_, Outcome::Disabled)) => idle(),
+            Some((_, Outcome::Ran { slot: None, sends })) if sends.is_empty() && !consumes(world, action) => {
+                idle()
             }
             Some((node, Outcome::Ran { slot, sends })) => {
                 self.recalled_effect(world, action, node, slot, sends)
