@@ -1,5 +1,5 @@
-//! Idle events: the local events a node slot is known to ignore, remembered in the slot itself,
-//! so that a search skips them with one load where it would otherwise look them up in the
+//! Idle events: the events a node slot is known to ignore, remembered in the slot itself, so
+//! that a search skips them with a load or two where it would otherwise look them up in the
 //! [`crate::step_memo`].
 //!
 //! Most of a world's enabled events change nothing: in two-phase commit with six resource
@@ -9,17 +9,24 @@
 //! probed entry is often out of the cache. A slot is shared (`Arc`) by every world that holds it,
 //! so what one world learned about it serves them all.
 //!
-//! Only local events are remembered, by their index: spontaneous driver input `i` and the slot's
-//! `t`-th armed timer, whose step memo keys depend on the slot and the index alone. A bit is set
-//! only where the memo recalled the event as a no-op or as not enabled, so it holds the memo's
-//! facts and makes its assumptions (a handler is a deterministic function of the slot and the
-//! event). The indices mean something only under one model, so the facts belong to the first
+//! Facts are kept by the event's part of the memo key ([`EventKey`]): one bit per spontaneous
+//! input and per armed timer (by index), and a small table of delivered messages (by hash). A
+//! delivery is a no-op only in a network that does not consume it (grow-only), where a
+//! message stays deliverable after its receipt: a TM that recorded an RM's `Prepared` meets it
+//! again in every later world. A fact is recorded only where the memo recalled the event as a
+//! no-op or as not enabled, so it holds the memo's facts and makes its assumptions (a handler
+//! is a deterministic function of the slot and the event). Input and timer indices and the
+//! meaning of a message mean something only under one model, so the facts belong to the first
 //! simulator that records one, and any other simulator ignores them.
+//!
+//! The message table is direct-mapped with one neighbour: a message whose two entries are taken
+//! is not recorded, and is looked up in the memo as before. Every entry is written once, with
+//! the whole 62-bit key, so a reader sees either nothing or a true fact.
 
-use crate::Action;
+use crate::step_memo::EventKey;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// The idle local events of one slot, under one simulator.
+/// The idle events of one slot, under one simulator.
 #[derive(Debug, Default)]
 pub(crate) struct IdleEvents {
     /// The simulator the facts hold for; 0 (no simulator) until one records a fact, then fixed.
@@ -28,35 +35,86 @@ pub(crate) struct IdleEvents {
     inputs: AtomicU64,
     /// Bit `t`: firing the slot's `t`-th timer changes nothing.
     timers: AtomicU64,
+    /// Delivered messages that change nothing.
+    messages: IdleMessages,
+}
+
+/// Message keys (the envelope hash's low 62 bits), each in the entry its low bits pick or the
+/// next one; 0 marks an empty entry.
+#[derive(Debug, Default)]
+#[repr(align(64))] // one cache line for the table, wherever the slot starts
+struct IdleMessages([AtomicU64; IdleMessages::LEN]);
+
+impl IdleMessages {
+    const LEN: usize = 8;
+
+    #[inline]
+    fn entries(&self, key: u64) -> [&AtomicU64; 2] {
+        let at = key as usize % Self::LEN;
+        [&self.0[at], &self.0[(at + 1) % Self::LEN]]
+    }
+
+    /// Whether `key` is recorded; never for 0, which only marks empty entries.
+    #[inline]
+    fn holds(&self, key: u64) -> bool {
+        key != 0 && self.entries(key).iter().any(|entry| entry.load(Relaxed) == key)
+    }
+
+    /// Records `key` in the first of its entries that is empty; if both are taken, not at all.
+    fn record(&self, key: u64) {
+        if key == 0 || self.holds(key) {
+            return;
+        }
+        for entry in self.entries(key) {
+            match entry.compare_exchange(0, key, Relaxed, Relaxed) {
+                Ok(_) => return,
+                Err(held) if held == key => return,
+                Err(_) => {}
+            }
+        }
+    }
+
+    fn copy(&self) -> Self {
+        IdleMessages(std::array::from_fn(|i| AtomicU64::new(self.0[i].load(Relaxed))))
+    }
 }
 
 impl IdleEvents {
-    /// Whether `action` is known to change nothing at this slot under `simulator`.
+    /// Whether `event` is known to change nothing at this slot under `simulator`.
     #[inline]
-    pub(crate) fn knows(&self, simulator: u64, action: Action) -> bool {
-        match self.bit(action) {
-            Some((bits, mask)) => bits.load(Relaxed) & mask != 0 && self.simulator.load(Relaxed) == simulator,
-            None => false,
-        }
-    }
-
-    /// Records that `action` changes nothing at this slot under `simulator`, unless the slot's
-    /// facts belong to another simulator.
-    #[inline] // called for every recalled no-op; most are deliveries, which it skips
-    pub(crate) fn learn(&self, simulator: u64, action: Action) {
-        if let Some((bits, mask)) = self.bit(action) {
-            self.record(simulator, bits, mask);
-        }
-    }
-
-    fn record(&self, simulator: u64, bits: &AtomicU64, mask: u64) {
-        let owner = match self.simulator.compare_exchange(0, simulator, Relaxed, Relaxed) {
-            Ok(_) => simulator,
-            Err(owner) => owner,
+    pub(crate) fn knows(&self, simulator: u64, event: EventKey) -> bool {
+        let known = match event {
+            EventKey::Delivery(key) => self.messages.holds(key),
+            EventKey::Input(i) => Self::has_bit(&self.inputs, i),
+            EventKey::Timer(t) => Self::has_bit(&self.timers, t),
         };
+        known && self.simulator.load(Relaxed) == simulator
+    }
+
+    /// Records that `event` changes nothing at this slot under `simulator`, unless the slot's
+    /// facts belong to another simulator.
+    pub(crate) fn learn(&self, simulator: u64, event: EventKey) {
+        // Read first: a failed compare-and-swap still takes the cache line from other threads.
+        let owner = match self.simulator.load(Relaxed) {
+            0 => match self.simulator.compare_exchange(0, simulator, Relaxed, Relaxed) {
+                Ok(_) => simulator,
+                Err(owner) => owner,
+            },
+            owner => owner,
+        };
+        if owner != simulator {
+            return;
+        }
         // Written once per fact: a slot shared across threads is then only read.
-        if owner == simulator && bits.load(Relaxed) & mask == 0 {
-            bits.fetch_or(mask, Relaxed);
+        let set_bit = |bits: &AtomicU64, index: u32| {
+            if index < 64 && !Self::has_bit(bits, index) {
+                bits.fetch_or(1 << index, Relaxed);
+            }
+        };
+        match event {
+            EventKey::Delivery(key) => self.messages.record(key),
+            EventKey::Input(i) => set_bit(&self.inputs, i),
+            EventKey::Timer(t) => set_bit(&self.timers, t),
         }
     }
 
@@ -66,28 +124,29 @@ impl IdleEvents {
             simulator: AtomicU64::new(self.simulator.load(Relaxed)),
             inputs: AtomicU64::new(self.inputs.load(Relaxed)),
             timers: AtomicU64::new(self.timers.load(Relaxed)),
+            messages: self.messages.copy(),
         }
     }
 
     #[inline]
-    fn bit(&self, action: Action) -> Option<(&AtomicU64, u64)> {
-        let (bits, index) = match action {
-            Action::Spontaneous(i) => (&self.inputs, i),
-            Action::Timer(_, t) => (&self.timers, t),
-            _ => return None,
-        };
-        (index < 64).then(|| (bits, 1u64 << index))
+    fn has_bit(bits: &AtomicU64, index: u32) -> bool {
+        index < 64 && bits.load(Relaxed) & 1 << index != 0
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::{Driver, Model, NodeId, Out, Protocol, Simulator, World};
+    use super::IdleMessages;
+    use crate::step_memo::EventKey;
+    use crate::{Driver, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World};
     use serde::{Deserialize, Serialize};
     use std::sync::atomic::Ordering::Relaxed;
 
-    /// One counter that `Bump` raises to 2; `Idle` never changes it.
-    struct Counter;
+    /// One counter that `Bump` raises to 2; `Idle` never changes it. Both come as inputs, and
+    /// as the messages (`mail`) the node sends itself at the start.
+    struct Counter {
+        mail: Vec<Input>,
+    }
 
     #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
     enum Input {
@@ -95,29 +154,44 @@ mod tests {
         Idle,
     }
 
+    fn bump(count: &mut u8, event: &Input) {
+        if *event == Input::Bump && *count < 2 {
+            *count += 1;
+        }
+    }
+
     impl Protocol for Counter {
         type State = u8;
-        type Msg = ();
+        type Msg = Input;
         type Timer = ();
         type Input = Input;
 
-        fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u8 {
+        fn init(&self, me: NodeId, out: &mut Out<'_, Self>) -> u8 {
+            for msg in &self.mail {
+                out.send(me, msg.clone());
+            }
             0
         }
 
-        fn on_message(&self, _: NodeId, _: &mut u8, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+        fn on_message(&self, _: NodeId, count: &mut u8, _: NodeId, msg: &Input, _: &mut Out<'_, Self>) {
+            bump(count, msg);
+        }
 
         fn on_input(&self, _: NodeId, count: &mut u8, input: &Input, _: &mut Out<'_, Self>) {
-            if *input == Input::Bump && *count < 2 {
-                *count += 1;
-            }
+            bump(count, input);
         }
     }
 
     fn counter(inputs: [Input; 2]) -> Model<Counter> {
         let [first, second] = inputs;
         let driver = Driver::new().spontaneous(NodeId(0), first).spontaneous(NodeId(0), second);
-        Model::new(Counter).nodes(1).driver(driver)
+        Model::new(Counter { mail: Vec::new() }).nodes(1).driver(driver)
+    }
+
+    fn start(sim: &Simulator<'_, Counter>) -> World<Counter> {
+        let mut start = None;
+        sim.initial_worlds(|_, world, _| start = Some(world));
+        start.unwrap()
     }
 
     fn successor_count(sim: &Simulator<'_, Counter>, world: &World<Counter>) -> usize {
@@ -130,9 +204,7 @@ mod tests {
     fn a_slot_learns_the_inputs_it_ignores_and_keeps_taking_the_others() {
         let model = counter([Input::Bump, Input::Idle]);
         let sim = Simulator::new(&model).unwrap();
-        let mut start = None;
-        sim.initial_worlds(|_, world, _| start = Some(world));
-        let start = start.unwrap();
+        let start = start(&sim);
         // The first expansion runs the handlers; the second recalls them and learns.
         assert_eq!(successor_count(&sim, &start), 1);
         assert_eq!(successor_count(&sim, &start), 1);
@@ -145,9 +217,7 @@ mod tests {
         let model = counter([Input::Bump, Input::Idle]);
         let reordered = counter([Input::Idle, Input::Bump]);
         let sim = Simulator::new(&model).unwrap();
-        let mut start = None;
-        sim.initial_worlds(|_, world, _| start = Some(world));
-        let start = start.unwrap();
+        let start = start(&sim);
         successor_count(&sim, &start);
         successor_count(&sim, &start);
         assert_ne!(start.nodes[0].idle.inputs.load(Relaxed), 0, "the slot learned a fact");
@@ -155,5 +225,41 @@ mod tests {
         let other = Simulator::new(&reordered).unwrap();
         assert_eq!(successor_count(&other, &start), 1);
         assert_eq!(successor_count(&other, &start), 1);
+    }
+
+    #[test]
+    fn a_slot_learns_the_messages_of_a_grow_only_network_it_ignores() {
+        let mail = vec![Input::Bump, Input::Idle];
+        let model = Model::new(Counter { mail }).nodes(1).network(NetworkKind::GrowOnly);
+        let sim = Simulator::new(&model).unwrap();
+        let start = start(&sim);
+        assert_eq!(successor_count(&sim, &start), 1);
+        assert_eq!(successor_count(&sim, &start), 1);
+        let idle = start.network.messages().iter().find(|envelope| envelope.msg == Input::Idle).unwrap();
+        let learned: Vec<u64> = start.nodes[0]
+            .idle
+            .messages
+            .0
+            .iter()
+            .map(|entry| entry.load(Relaxed))
+            .filter(|&key| key != 0)
+            .collect();
+        assert_eq!(learned, [EventKey::delivery(idle.hash).bits()], "only the Idle message is idle");
+        assert_eq!(successor_count(&sim, &start), 1, "Bump is still delivered");
+    }
+
+    #[test]
+    fn a_message_whose_entries_are_taken_is_not_recorded() {
+        let table = IdleMessages::default();
+        let len = IdleMessages::LEN as u64;
+        let [first, second, third] = [len, 2 * len, 3 * len]; // all pick entry 0
+        for key in [first, second, third] {
+            table.record(key);
+        }
+        assert!(table.holds(first) && table.holds(second));
+        assert!(!table.holds(third), "both of its entries were taken");
+        table.record(0);
+        assert!(!table.holds(0), "0 marks empty entries and is never a fact");
+        assert!(!IdleMessages::default().holds(0));
     }
 }

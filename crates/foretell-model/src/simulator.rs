@@ -14,7 +14,7 @@
 use crate::network::{Network, NetworkView, Outbox};
 use crate::out::Chooser;
 use crate::scenario::Resolved;
-use crate::step_memo::{self, Outcome, StepMemo};
+use crate::step_memo::{self, EventKey, Outcome, StepMemo};
 use crate::world::{rest_term, FaultsUsed, NodeSlot};
 use crate::{
     Action, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
@@ -753,29 +753,28 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         chooser: &mut dyn Chooser,
         memo: &mut StepMemo<P>,
     ) -> Option<Effect<P>> {
-        let keyed = self.memo_key(world, action);
-        let acting = keyed.map(|(node, _)| &world.nodes[node.index()]);
-        if acting.is_some_and(|slot| slot.idle.knows(self.id, action)) {
+        let Some((me, event)) = self.acting_event(world, action) else {
+            return Some(self.run_effect(world, action, chooser, Recording::Off).0);
+        };
+        let acting = &world.nodes[me.index()];
+        if acting.idle.knows(self.id, event) {
             return None;
         }
         // A recalled no-op: no successor, and a fact for the acting slot's idle events.
         let idle = || {
-            if let Some(slot) = acting {
-                slot.idle.learn(self.id, action);
-            }
+            acting.idle.learn(self.id, event);
             None
         };
-        match keyed.and_then(|(node, key)| Some((node, memo.recall(key)?))) {
-            Some((_, Outcome::Disabled)) => idle(),
-            Some((_, Outcome::Ran { slot: None, sends })) if sends.is_empty() && !consumes(world, action) => {
+        let key = (acting.hash, event.bits());
+        match memo.recall(key) {
+            Some(Outcome::Disabled) => idle(),
+            Some(Outcome::Ran { slot: None, sends }) if sends.is_empty() && !consumes(world, action) => {
                 idle()
             }
-            Some((node, Outcome::Ran { slot, sends })) => {
-                self.recalled_effect(world, action, node, slot, sends)
-            }
+            Some(Outcome::Ran { slot, sends }) => self.recalled_effect(world, action, me, slot, sends),
             None => {
                 let (effect, outcome) = self.run_effect(world, action, chooser, Recording::Off);
-                if let (Some((_, key)), Some(outcome)) = (keyed, outcome) {
+                if let Some(outcome) = outcome {
                     memo.remember(key, outcome);
                 }
                 Some(effect)
@@ -783,23 +782,22 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
     }
 
-    /// The step memo's key for `action`, with the acting node: the node's slot hash and the
-    /// event, for the actions whose effect depends on nothing else unless the handler reads the
-    /// network or chooses. Actions that always change the world (one-shot inputs, transport
-    /// errors, faults) have none.
-    fn memo_key(&self, world: &World<P>, action: Action) -> Option<(NodeId, step_memo::Key)> {
-        let (node, event) = match action {
+    /// The acting node of `action` and its event's part of the step memo's key, for the actions
+    /// whose effect depends on nothing else unless the handler reads the network or chooses.
+    /// Actions that always change the world (one-shot inputs, transport errors, faults) have
+    /// none.
+    fn acting_event(&self, world: &World<P>, action: Action) -> Option<(NodeId, EventKey)> {
+        match action {
             Action::Deliver(i) => {
                 let envelope = &world.network.messages()[i as usize];
-                (envelope.to, envelope.hash as u64 & !(0b11 << 62))
+                Some((envelope.to, EventKey::delivery(envelope.hash)))
             }
-            Action::Timer(node, t) => (node, 1 << 62 | u64::from(t)),
+            Action::Timer(node, t) => Some((node, EventKey::Timer(t))),
             Action::Spontaneous(i) => {
-                (self.model.input_driver().spontaneous[i as usize].0, 2 << 62 | u64::from(i))
+                Some((self.model.input_driver().spontaneous[i as usize].0, EventKey::Input(i)))
             }
-            _ => return None,
-        };
-        Some((node, (world.nodes[node.index()].hash, event)))
+            _ => None,
+        }
     }
 
     /// The effect of a keyed `action` of node `me` whose handler the memo recalls: the node's

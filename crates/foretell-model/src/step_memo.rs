@@ -17,9 +17,9 @@
 //! messages). A step whose node changed nothing and sent nothing — an input the node ignores in
 //! its phase, a message delivered again to a grow-only network — is thus no successor where the
 //! event leaves the network alone. A handler that declares its event not enabled
-//! ([`crate::Out::disable`]) is recalled as [`Outcome::Disabled`]: no step at all. A local
-//! event (a spontaneous input, a timer) recalled as either is also written into the slot
-//! ([`crate::idle_events`]), and the worlds holding that slot then skip it without a lookup.
+//! ([`crate::Out::disable`]) is recalled as [`Outcome::Disabled`]: no step at all. An event
+//! recalled as either is also written into the slot ([`crate::idle_events`]), and the worlds
+//! holding that slot then skip it without a lookup.
 //!
 //! Fields a protocol marks [`crate::Ignored`] are outside the slot hash: like state hashing, the
 //! memo assumes they do not change what a handler does, and a recalled slot carries the ignored
@@ -36,8 +36,39 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 /// A step's memo key: the acting node's slot hash (its position, state, timers and clock) and
-/// a 62-bit event key with a 2-bit tag saying what kind of event it is.
+/// the [`EventKey`].
 pub(crate) type Key = (u128, u64);
+
+/// An event's part of a memo key: 62 bits naming the event, under a 2-bit tag saying what kind
+/// of event it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EventKey {
+    /// A message delivered, by the low 62 bits of its envelope's hash.
+    Delivery(u64),
+    /// The acting slot's `t`-th armed timer fires.
+    Timer(u32),
+    /// Spontaneous driver input `i`.
+    Input(u32),
+}
+
+impl EventKey {
+    const PAYLOAD: u64 = !(0b11 << 62);
+
+    /// The delivery of the envelope whose hash is `hash`.
+    pub(crate) fn delivery(hash: u128) -> Self {
+        EventKey::Delivery(hash as u64 & Self::PAYLOAD)
+    }
+
+    /// The key's 64 bits, as the memo stores them.
+    #[inline]
+    pub(crate) fn bits(self) -> u64 {
+        match self {
+            EventKey::Delivery(hash) => hash,
+            EventKey::Timer(t) => 1 << 62 | u64::from(t),
+            EventKey::Input(i) => 2 << 62 | u64::from(i),
+        }
+    }
+}
 
 /// What a recalled step does.
 pub(crate) enum Outcome<P: Protocol> {
