@@ -1,5 +1,6 @@
-//! The process's allocator: mimalloc, called at its unaligned entry points whenever the
-//! alignment asked for is one mimalloc gives every block anyway.
+//! The `foretell` command's allocator: mimalloc, called at its unaligned entry points whenever
+//! the alignment asked for is one mimalloc gives every block anyway. Public, so that a binary
+//! embedding foretell's engines (a user's own checker, the Stateright benchmark) can use it too.
 //!
 //! A search allocates and frees a world's parts per new state; mimalloc's thread-local free
 //! lists make that markedly cheaper than the system allocator (see docs/BENCHMARKS.md). The
@@ -16,8 +17,9 @@ use std::ffi::c_void;
 /// The largest alignment every mimalloc block has (`MI_MAX_ALIGN_SIZE` on 64-bit targets).
 const GUARANTEED_ALIGN: usize = 16;
 
-/// mimalloc, with a fast path for ordinary alignments.
-pub(crate) struct Mimalloc;
+/// mimalloc, with a fast path for ordinary alignments: a `#[global_allocator]`.
+#[derive(Debug)]
+pub struct Mimalloc;
 
 // SAFETY: each method forwards to the mimalloc function with the same contract; the unaligned
 // ones are used only when the layout's alignment is one mimalloc's blocks always have.

@@ -6,6 +6,9 @@
 
 #![deny(missing_docs)]
 
+mod allocator;
+
+pub use allocator::Mimalloc;
 pub use foretell_check as check;
 pub use foretell_model as model;
 pub use foretell_systems as systems;

@@ -4,7 +4,6 @@
 //! stderr. Exit codes: 0 every property holds within the bounds explored, 1 a violation was
 //! found (or a replay departs from its trace), 2 bad usage or bad input, with a one-line reason.
 
-mod allocator;
 mod bench;
 mod bench_lasso;
 mod bench_liveness;
@@ -19,7 +18,7 @@ use clap::Parser;
 use std::process::ExitCode;
 
 #[global_allocator]
-static ALLOCATOR: allocator::Mimalloc = allocator::Mimalloc;
+static ALLOCATOR: foretell::Mimalloc = foretell::Mimalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

@@ -2,7 +2,7 @@
 //! its Markdown rendering; and foretell's one-thread two-phase commit beside the hand-written
 //! search.
 
-use foretell_vs_stateright::measure::{Engine, Family, Measurement, Spec};
+use crate::measure::{Engine, Family, Measurement, Spec};
 
 /// Every run of one tool in one configuration.
 #[derive(Clone, Debug, Default)]
