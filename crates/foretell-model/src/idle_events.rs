@@ -13,11 +13,13 @@
 //! input and per armed timer (by index), and a small table of delivered messages (by hash). A
 //! delivery is a no-op only in a network that does not consume it (grow-only), where a
 //! message stays deliverable after its receipt: a TM that recorded an RM's `Prepared` meets it
-//! again in every later world. A fact is recorded only where the memo recalled the event as a
-//! no-op or as not enabled, so it holds the memo's facts and makes its assumptions (a handler
-//! is a deterministic function of the slot and the event). Input and timer indices and the
-//! meaning of a message mean something only under one model, so the facts belong to the first
-//! simulator that records one, and any other simulator ignores them.
+//! again in every later world. In any network, a delivery the handler declared not enabled
+//! leaves its message waiting, to be met again (Stateright's actor Paxos declares most of its
+//! ignored messages so). A fact is recorded only where the memo recalled the event as a no-op or as not enabled,
+//! so it holds the memo's facts and makes its assumptions (a handler is a deterministic
+//! function of the slot and the event). Input and timer indices and the meaning of a message
+//! hold only under one model, so the facts belong to the first simulator that records one, and
+//! any other simulator ignores them.
 //!
 //! The message table is direct-mapped with one neighbour: a message whose two entries are taken
 //! is not recorded, and is looked up in the memo as before. Every entry is written once, with
@@ -146,6 +148,8 @@ mod tests {
     /// as the messages (`mail`) the node sends itself at the start.
     struct Counter {
         mail: Vec<Input>,
+        /// Whether an `Idle` message is declared not enabled rather than ignored.
+        disable_idle: bool,
     }
 
     #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,7 +177,10 @@ mod tests {
             0
         }
 
-        fn on_message(&self, _: NodeId, count: &mut u8, _: NodeId, msg: &Input, _: &mut Out<'_, Self>) {
+        fn on_message(&self, _: NodeId, count: &mut u8, _: NodeId, msg: &Input, out: &mut Out<'_, Self>) {
+            if self.disable_idle && *msg == Input::Idle {
+                out.disable();
+            }
             bump(count, msg);
         }
 
@@ -185,7 +192,7 @@ mod tests {
     fn counter(inputs: [Input; 2]) -> Model<Counter> {
         let [first, second] = inputs;
         let driver = Driver::new().spontaneous(NodeId(0), first).spontaneous(NodeId(0), second);
-        Model::new(Counter { mail: Vec::new() }).nodes(1).driver(driver)
+        Model::new(Counter { mail: Vec::new(), disable_idle: false }).nodes(1).driver(driver)
     }
 
     fn start(sim: &Simulator<'_, Counter>) -> World<Counter> {
@@ -227,25 +234,38 @@ mod tests {
         assert_eq!(successor_count(&other, &start), 1);
     }
 
-    #[test]
-    fn a_slot_learns_the_messages_of_a_grow_only_network_it_ignores() {
+    /// The successors of the mail model's start, counted on three expansions (the first runs
+    /// the handlers, the later ones recall them), and the message keys its slot then holds,
+    /// with the `Idle` message's key.
+    fn mail_expansions(network: NetworkKind, disable_idle: bool) -> ([usize; 3], Vec<u64>, u64) {
         let mail = vec![Input::Bump, Input::Idle];
-        let model = Model::new(Counter { mail }).nodes(1).network(NetworkKind::GrowOnly);
+        let model = Model::new(Counter { mail, disable_idle }).nodes(1).network(network);
         let sim = Simulator::new(&model).unwrap();
         let start = start(&sim);
-        assert_eq!(successor_count(&sim, &start), 1);
-        assert_eq!(successor_count(&sim, &start), 1);
+        let counts = [(); 3].map(|()| successor_count(&sim, &start));
+        let entries = start.nodes[0].idle.messages.0.iter().map(|entry| entry.load(Relaxed));
+        let learned = entries.filter(|&key| key != 0).collect();
         let idle = start.network.messages().iter().find(|envelope| envelope.msg == Input::Idle).unwrap();
-        let learned: Vec<u64> = start.nodes[0]
-            .idle
-            .messages
-            .0
-            .iter()
-            .map(|entry| entry.load(Relaxed))
-            .filter(|&key| key != 0)
-            .collect();
-        assert_eq!(learned, [EventKey::delivery(idle.hash).bits()], "only the Idle message is idle");
-        assert_eq!(successor_count(&sim, &start), 1, "Bump is still delivered");
+        (counts, learned, EventKey::delivery(idle.hash).bits())
+    }
+
+    #[test]
+    fn a_slot_learns_the_messages_of_a_grow_only_network_it_ignores() {
+        let (counts, learned, idle) = mail_expansions(NetworkKind::GrowOnly, false);
+        assert_eq!(counts, [1, 1, 1], "Bump is still delivered");
+        assert_eq!(learned, [idle], "only the Idle message is idle");
+    }
+
+    #[test]
+    fn a_consumed_message_is_a_step_unless_it_is_not_enabled() {
+        // Delivering Idle consumes it: a successor, and no fact.
+        let (counts, learned, _) = mail_expansions(NetworkKind::Unordered, false);
+        assert_eq!(counts, [2, 2, 2]);
+        assert!(learned.is_empty(), "a consumed message is never idle");
+        // Declared not enabled, it stays in the network and is idle in any network.
+        let (counts, learned, idle) = mail_expansions(NetworkKind::Unordered, true);
+        assert_eq!(counts, [1, 1, 1]);
+        assert_eq!(learned, [idle]);
     }
 
     #[test]

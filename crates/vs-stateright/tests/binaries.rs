@@ -5,7 +5,19 @@ use std::process::Command;
 
 fn child_states(binary: &str) -> u64 {
     let output = Command::new(binary)
-        .args(["one", "--tool", "foretell", "--model", "2pc", "--n", "3", "--engine", "bfs", "--threads", "2"])
+        .args([
+            "one",
+            "--tool",
+            "foretell",
+            "--model",
+            "2pc",
+            "--n",
+            "3",
+            "--engine",
+            "bfs",
+            "--threads",
+            "2",
+        ])
         .output()
         .expect("the benchmark binary starts");
     assert!(output.status.success(), "{binary}: {}", String::from_utf8_lossy(&output.stderr));
