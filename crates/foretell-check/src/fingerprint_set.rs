@@ -232,6 +232,14 @@ trait Key: Copy + Eq {
     /// next insert's.
     fn scan(bucket: &Bucket, key: Self) -> (bool, usize);
 
+    /// Whether `bucket` holds `key`: [`Key::scan`]'s first half alone, for lookups, which need
+    /// no count (a bucket is full exactly when its last slot is used, see [`Table::holds`]).
+    fn found(bucket: &Bucket, key: Self) -> bool;
+
+    /// Whether every slot of `bucket` is used: its last one is, since buckets fill from the
+    /// front.
+    fn full(bucket: &Bucket) -> bool;
+
     /// Stores `key` in slot `index` of `bucket`, which is free. Only a shard's writer stores,
     /// one at a time.
     fn put(bucket: &Bucket, index: usize, key: Self);
@@ -275,6 +283,17 @@ impl Key for u64 {
         (matches != 0, used)
     }
 
+    /// An OR of the comparisons, which compiles to vector compares without a branch.
+    #[inline(always)]
+    fn found(bucket: &Bucket, key: u64) -> bool {
+        words(bucket).iter().fold(false, |found, &slot| found | (slot == key))
+    }
+
+    #[inline(always)]
+    fn full(bucket: &Bucket) -> bool {
+        bucket[7].load(Relaxed) != 0
+    }
+
     fn put(bucket: &Bucket, index: usize, key: u64) {
         bucket[index].store(key, Relaxed);
     }
@@ -307,6 +326,18 @@ impl Key for u32 {
             used += usize::from(low != 0) + usize::from(high != 0);
         }
         (found, used)
+    }
+
+    #[inline(always)]
+    fn found(bucket: &Bucket, key: u32) -> bool {
+        words(bucket)
+            .iter()
+            .fold(false, |found, &word| found | (word as u32 == key) | ((word >> 32) as u32 == key))
+    }
+
+    #[inline(always)]
+    fn full(bucket: &Bucket) -> bool {
+        bucket[7].load(Relaxed) >> 32 != 0
     }
 
     fn put(bucket: &Bucket, index: usize, key: u32) {
@@ -464,7 +495,19 @@ impl<K: Key> Table<K> {
     /// [`Table`]).
     #[inline(always)]
     fn holds(&self, key: K) -> bool {
-        self.vacancy(key).is_err()
+        let mut bucket = key.home(self.shift);
+        loop {
+            let slots = self.region.bucket(bucket);
+            if K::found(slots, key) {
+                return true;
+            }
+            // A bucket with room would have held the key. (Read after the scan: a slot it sees
+            // used was used during the scan too.)
+            if !K::full(slots) {
+                return false;
+            }
+            bucket = (bucket + 1) & self.bucket_mask;
+        }
     }
 
     /// Where `key`'s home bucket is.
@@ -960,6 +1003,28 @@ mod tests {
         assert!((inserted + 1..inserted + 100_000).all(|i| !outgrown.holds(splitmix(i))));
         assert!((1..=inserted).all(|i| shard.current().holds(splitmix(i))));
         assert!((1..=inserted).all(|i| !shard.insert_locked(splitmix(i), &bytes)));
+    }
+
+    /// The lock-free lookup stops at the first bucket with room: keys that overflowed their
+    /// full home bucket into the next ones are still found, and keys never inserted are not,
+    /// for both slot widths.
+    #[test]
+    fn lookups_follow_clusters_past_full_buckets() {
+        fn check<K: Key + std::fmt::Debug>(keys: &[u64]) {
+            let (shard, bytes) = (Shard::<K>::new(), AtomicU64::new(0));
+            let table: *const Table<K> = shard.current();
+            for &fp in keys {
+                assert!(shard.insert_locked(K::of(fp), &bytes));
+            }
+            assert!(std::ptr::eq(shard.current(), table), "the cluster fits the first table");
+            assert!(keys.iter().all(|&fp| shard.current().holds(K::of(fp))));
+            let absent = keys.iter().map(|&fp| fp + (1 << 40));
+            assert!(absent.clone().all(|fp| !shard.current().holds(K::of(fp))));
+        }
+        // 40 keys with one home bucket: it and the next four fill, the sixth has room.
+        check::<u64>(&(1..=40).collect::<Vec<_>>());
+        // 40 signatures (bits 57..26) with one home bucket of 16 slots.
+        check::<u32>(&(1..=40).map(|i| i << 26).collect::<Vec<_>>());
     }
 
     #[test]
