@@ -283,7 +283,7 @@ impl Key for u64 {
         (matches != 0, used)
     }
 
-    /// An OR of the comparisons, which compiles to vector compares without a branch.
+    /// An OR of the comparisons: `any` would stop at the first match, a branch per slot.
     #[inline(always)]
     fn found(bucket: &Bucket, key: u64) -> bool {
         words(bucket).iter().fold(false, |found, &slot| found | (slot == key))
@@ -501,8 +501,9 @@ impl<K: Key> Table<K> {
             if K::found(slots, key) {
                 return true;
             }
-            // A bucket with room would have held the key. (Read after the scan: a slot it sees
-            // used was used during the scan too.)
+            // A bucket with room would have held the key. A key being inserted meanwhile may be
+            // missed here; "absent" is settled under the lock, and "present" is only ever a key
+            // that was stored.
             if !K::full(slots) {
                 return false;
             }
@@ -1010,7 +1011,7 @@ mod tests {
     /// for both slot widths.
     #[test]
     fn lookups_follow_clusters_past_full_buckets() {
-        fn check<K: Key + std::fmt::Debug>(keys: &[u64]) {
+        fn check<K: Key>(keys: &[u64]) {
             let (shard, bytes) = (Shard::<K>::new(), AtomicU64::new(0));
             let table: *const Table<K> = shard.current();
             for &fp in keys {
