@@ -42,9 +42,10 @@ pub(crate) struct IdleEvents {
 }
 
 /// Message keys (the envelope hash's low 62 bits), each in the entry its low bits pick or the
-/// next one; 0 marks an empty entry.
+/// next one; 0 marks an empty entry. Not aligned to a cache line: that alignment would pass to
+/// the slot, and every slot allocation would take the allocator's slower aligned path (3.6% of
+/// a local model checking run, which allocates a slot per handler run).
 #[derive(Debug, Default)]
-#[repr(align(64))] // one cache line for the table, wherever the slot starts
 struct IdleMessages([AtomicU64; IdleMessages::LEN]);
 
 impl IdleMessages {
