@@ -94,6 +94,17 @@ impl IdleEvents {
         known && self.simulator.load(Relaxed) == simulator
     }
 
+    /// The spontaneous inputs known to change nothing at this slot under `simulator`, one bit
+    /// per input index (the bits [`IdleEvents::knows`] tests one at a time).
+    #[inline]
+    pub(crate) fn inputs(&self, simulator: u64) -> u64 {
+        if self.simulator.load(Relaxed) == simulator {
+            self.inputs.load(Relaxed)
+        } else {
+            0
+        }
+    }
+
     /// Records that `event` changes nothing at this slot under `simulator`, unless the slot's
     /// facts belong to another simulator.
     pub(crate) fn learn(&self, simulator: u64, event: EventKey) {
@@ -141,7 +152,7 @@ impl IdleEvents {
 mod tests {
     use super::IdleMessages;
     use crate::step_memo::EventKey;
-    use crate::{Driver, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World};
+    use crate::{Action, Driver, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World};
     use serde::{Deserialize, Serialize};
     use std::sync::atomic::Ordering::Relaxed;
 
@@ -218,6 +229,32 @@ mod tests {
         assert_eq!(successor_count(&sim, &start), 1);
         assert_eq!(start.nodes[0].idle.inputs.load(Relaxed), 0b10, "input 1 (Idle) is idle");
         assert_eq!(successor_count(&sim, &start), 1, "Bump is still taken");
+    }
+
+    #[test]
+    fn known_idle_inputs_are_skipped_in_their_places() {
+        // Inputs 0 and 1 change nothing at nodes 0 and 1; inputs 2 and 3 bump them.
+        let driver = Driver::new()
+            .spontaneous(NodeId(0), Input::Idle)
+            .spontaneous(NodeId(1), Input::Idle)
+            .spontaneous(NodeId(0), Input::Bump)
+            .spontaneous(NodeId(1), Input::Bump);
+        let model = Model::new(Counter { mail: Vec::new(), disable_idle: false }).nodes(2).driver(driver);
+        let sim = Simulator::new(&model).unwrap();
+        let start = start(&sim);
+        let steps = || {
+            let mut steps = Vec::new();
+            sim.successors(&start, |s| steps.push((s.ordinal, s.action)));
+            steps
+        };
+        let ran = steps();
+        assert_eq!(ran, [(2, Action::Spontaneous(2)), (3, Action::Spontaneous(3))]);
+        assert_eq!(sim.idle_inputs(&start), 0, "nothing is known before the memo recalls a step");
+        assert_eq!(steps(), ran, "recalled");
+        assert_eq!(start.nodes[0].idle.inputs.load(Relaxed), 0b01);
+        assert_eq!(start.nodes[1].idle.inputs.load(Relaxed), 0b10);
+        assert_eq!(sim.idle_inputs(&start), 0b11, "each node's facts, under its own inputs");
+        assert_eq!(steps(), ran, "skipped without a lookup, under the same ordinals");
     }
 
     #[test]

@@ -1045,9 +1045,17 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         each: &mut impl FnMut(u32, Action, Effect<P>) -> bool,
     ) {
         self.actions(world, actions);
+        let spontaneous = !self.model.input_driver().spontaneous.is_empty();
+        let idle_inputs = if spontaneous && memo.is_some() { self.idle_inputs(world) } else { 0 };
         let mut odometer = ChoiceOdometer::new();
         let mut ordinal = 0u32;
         for &action in actions.iter() {
+            if let Action::Spontaneous(i) = action {
+                if i < 64 && idle_inputs & 1 << i != 0 {
+                    ordinal += 1;
+                    continue;
+                }
+            }
             loop {
                 let effect = match memo.as_deref_mut() {
                     Some(memo) => match self.memoized_effect(world, action, &mut odometer, memo) {
@@ -1069,6 +1077,17 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 }
             }
         }
+    }
+
+    /// The spontaneous inputs (of the first 64) that `world`'s node slots know to change
+    /// nothing, one bit per input: read once per node, where the step loop would otherwise look
+    /// each input's fact up through its node in turn: in two-phase commit with six resource
+    /// managers, about 12 of a world's 14 spontaneous inputs are such no-ops.
+    /// A slot only holds facts about its own node's inputs (a fact is learned at the acting
+    /// node's slot, and a slot stays at its node's position, which its hash includes), so the
+    /// union over the slots needs no mask per node.
+    pub(crate) fn idle_inputs(&self, world: &World<P>) -> u64 {
+        world.nodes.iter().fold(0, |idle, slot| idle | slot.idle.inputs(self.id))
     }
 
     /// Every successor of `world`, in canonical order. Steps that change nothing are not
