@@ -152,7 +152,9 @@ impl IdleEvents {
 mod tests {
     use super::IdleMessages;
     use crate::step_memo::EventKey;
-    use crate::{Action, Driver, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World};
+    use crate::{
+        Action, Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World,
+    };
     use serde::{Deserialize, Serialize};
     use std::sync::atomic::Ordering::Relaxed;
 
@@ -233,13 +235,17 @@ mod tests {
 
     #[test]
     fn known_idle_inputs_are_skipped_in_their_places() {
-        // Inputs 0 and 1 change nothing at nodes 0 and 1; inputs 2 and 3 bump them.
+        // Inputs 1 and 2 bump nodes 0 and 1; inputs 0 and 3 change nothing there. A reset
+        // budget puts faults after the inputs, so known inputs sit before, between and after
+        // taken actions.
         let driver = Driver::new()
             .spontaneous(NodeId(0), Input::Idle)
-            .spontaneous(NodeId(1), Input::Idle)
             .spontaneous(NodeId(0), Input::Bump)
-            .spontaneous(NodeId(1), Input::Bump);
-        let model = Model::new(Counter { mail: Vec::new(), disable_idle: false }).nodes(2).driver(driver);
+            .spontaneous(NodeId(1), Input::Bump)
+            .spontaneous(NodeId(1), Input::Idle);
+        let counter = Counter { mail: Vec::new(), disable_idle: false };
+        let faults = Faults::default().resets(Budget::at_most(1));
+        let model = Model::new(counter).nodes(2).driver(driver).faults(faults);
         let sim = Simulator::new(&model).unwrap();
         let start = start(&sim);
         let steps = || {
@@ -248,13 +254,22 @@ mod tests {
             steps
         };
         let ran = steps();
-        assert_eq!(ran, [(2, Action::Spontaneous(2)), (3, Action::Spontaneous(3))]);
+        let expected = [
+            (1, Action::Spontaneous(1)),
+            (2, Action::Spontaneous(2)),
+            (4, Action::Reset(NodeId(0))),
+            (5, Action::Reset(NodeId(1))),
+        ];
+        assert_eq!(ran, expected);
         assert_eq!(sim.idle_inputs(&start), 0, "nothing is known before the memo recalls a step");
         assert_eq!(steps(), ran, "recalled");
-        assert_eq!(start.nodes[0].idle.inputs.load(Relaxed), 0b01);
-        assert_eq!(start.nodes[1].idle.inputs.load(Relaxed), 0b10);
-        assert_eq!(sim.idle_inputs(&start), 0b11, "each node's facts, under its own inputs");
+        assert_eq!(start.nodes[0].idle.inputs.load(Relaxed), 0b0001);
+        assert_eq!(start.nodes[1].idle.inputs.load(Relaxed), 0b1000);
+        assert_eq!(sim.idle_inputs(&start), 0b1001, "each node's facts, under its own inputs");
         assert_eq!(steps(), ran, "skipped without a lookup, under the same ordinals");
+        for (ordinal, action) in ran {
+            assert_eq!(sim.successor_step(&start, ordinal).map(|(a, _)| a), Some(action));
+        }
     }
 
     #[test]

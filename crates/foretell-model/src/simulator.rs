@@ -1081,9 +1081,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
 
     /// The spontaneous inputs (of the first 64) that `world`'s node slots know to change
     /// nothing, one bit per input: read once per node, where the step loop would otherwise look
-    /// each input's fact up through its node in turn: in two-phase commit with six resource
-    /// managers, about 12 of a world's 14 spontaneous inputs are such no-ops.
-    /// A slot only holds facts about its own node's inputs (a fact is learned at the acting
+    /// each input's fact up through its node in turn. In two-phase commit with six resource
+    /// managers, about 12 of a world's 14 spontaneous inputs are such no-ops. A slot only holds facts about its own node's inputs (a fact is learned at the acting
     /// node's slot, and a slot stays at its node's position, which its hash includes), so the
     /// union over the slots needs no mask per node.
     pub(crate) fn idle_inputs(&self, world: &World<P>) -> u64 {
