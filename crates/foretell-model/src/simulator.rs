@@ -1082,9 +1082,10 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// The spontaneous inputs (of the first 64) that `world`'s node slots know to change
     /// nothing, one bit per input: read once per node, where the step loop would otherwise look
     /// each input's fact up through its node in turn. In two-phase commit with six resource
-    /// managers, about 12 of a world's 14 spontaneous inputs are such no-ops. A slot only holds facts about its own node's inputs (a fact is learned at the acting
-    /// node's slot, and a slot stays at its node's position, which its hash includes), so the
-    /// union over the slots needs no mask per node.
+    /// managers, about 12 of a world's 14 spontaneous inputs are such no-ops. A slot only holds
+    /// facts about its own node's inputs (a fact is learned at the acting node's slot, and a
+    /// slot stays at its node's position, which its hash includes), so the union over the
+    /// slots needs no mask per node.
     pub(crate) fn idle_inputs(&self, world: &World<P>) -> u64 {
         world.nodes.iter().fold(0, |idle, slot| idle | slot.idle.inputs(self.id))
     }
