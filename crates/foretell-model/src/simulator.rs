@@ -581,7 +581,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         // Room for the usual actions up front: the pushes below then never reallocate.
         into.reserve(network.messages().len() + network.errors().len() + driver.spontaneous.len() + 8);
         if network.kind() == NetworkKind::GrowOnly {
-            // Every message of a set is deliverable: a counted loop the compiler unrolls.
+            // Every message of a set is deliverable: a counted loop, no test per message.
             into.extend((0..network.messages().len() as u32).map(Action::Deliver));
         } else {
             for i in network.deliverable() {
