@@ -194,8 +194,7 @@ impl<M> Iterator for Deliverable<'_, M> {
         while self.next < self.messages.len() {
             let i = self.next;
             self.next += 1;
-            // Every message of a grow-only set is deliverable: no neighbour to compare with.
-            if i == 0 || self.kind == NetworkKind::GrowOnly {
+            if i == 0 {
                 return Some(i);
             }
             let (prev, this) = (&self.messages[i - 1], &self.messages[i]);
