@@ -11,10 +11,10 @@
 //! the handler is re-run with each choice vector in lexicographic order (VeriSoft-style
 //! re-execution within one step), so one action can have several successors.
 
-use crate::network::{Network, NetworkView, Outbox};
+use crate::network::{Network, NetworkView};
 use crate::out::Chooser;
 use crate::scenario::Resolved;
-use crate::step_memo::{self, EventKey, Outcome, StepMemo};
+use crate::step_memo::{self, EventKey, Outcome, Ran, StepMemo};
 use crate::world::{rest_term, FaultsUsed, NodeSlot};
 use crate::{
     Action, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
@@ -113,17 +113,20 @@ pub struct StepOutcome<P: Protocol> {
 }
 
 /// What a step changes in its parent world: applied to the parent, it gives the next world.
-/// `None` parts are the parent's.
+/// Small and unboxed: a search makes one for every successor, seen or new, and builds the next
+/// world from it only for the new ones.
 struct Change<P: Protocol> {
-    /// The acting node's next slot, shared with the step memo.
-    node: Option<(usize, Arc<NodeSlot<P>>)>,
+    fingerprint: Fingerprint,
+    /// The acting node and what its handler did, shared with the step memo (a recalled step
+    /// allocates nothing of its own); `None` for a fault.
+    step: Option<(u32, Arc<Ran<P>>)>,
     /// What the event itself does to the network (a delivery that consumes its message, say).
     network: NetworkEdit<P::Msg>,
-    /// The messages the handler sent, to be added to that network when the world is built.
-    outbox: Outbox<P::Msg>,
-    pending: u64,
-    faults_used: FaultsUsed,
-    fingerprint: Fingerprint,
+    /// Whether the handler's sends change that network (a grow-only one may hold them all).
+    lands: bool,
+    /// The driver's pending inputs and the faults used, where the step changes them (a one-shot
+    /// input, a fault): rare, so boxed.
+    rest: Option<Box<(u64, FaultsUsed)>>,
 }
 
 /// What the event itself does to the network, before the handler's sends.
@@ -156,8 +159,8 @@ impl<M: Serialize> NetworkEdit<M> {
 impl<P: Protocol> Change<P> {
     fn apply(self, parent: &World<P>) -> World<P> {
         let mut nodes = parent.nodes.clone();
-        if let Some((index, slot)) = self.node {
-            nodes[index] = slot;
+        if let Some((index, Some(slot))) = self.step.as_ref().map(|(index, ran)| (index, &ran.slot)) {
+            nodes[*index as usize] = Arc::clone(slot);
         }
         let edited = match self.network {
             NetworkEdit::None => None,
@@ -168,21 +171,17 @@ impl<P: Protocol> Change<P> {
             }
             NetworkEdit::Rebuilt(network) => Some(*network),
         };
-        let network = match (edited, self.outbox.is_empty()) {
-            (None, true) => Arc::clone(&parent.network),
-            (Some(network), true) => Arc::new(network),
-            (network, false) => {
-                let network = network.unwrap_or_else(|| (*parent.network).clone());
-                Arc::new(network.sent(self.outbox))
+        let network = match (edited, &self.step) {
+            (edited, Some((_, ran))) if self.lands => {
+                let mut network = edited.unwrap_or_else(|| (*parent.network).clone());
+                network.send_all(&ran.sends);
+                Arc::new(network)
             }
+            (None, _) => Arc::clone(&parent.network),
+            (Some(network), _) => Arc::new(network),
         };
-        let world = World {
-            nodes,
-            network,
-            pending: self.pending,
-            faults_used: self.faults_used,
-            fingerprint: self.fingerprint,
-        };
+        let (pending, faults_used) = self.rest.map_or((parent.pending, parent.faults_used), |rest| *rest);
+        let world = World { nodes, network, pending, faults_used, fingerprint: self.fingerprint };
         debug_assert_eq!(world.fingerprint, world.clone().sealed().fingerprint, "incremental fingerprint");
         world
     }
@@ -192,7 +191,7 @@ impl<P: Protocol> Change<P> {
 struct Effect<P: Protocol> {
     /// `None` when the world does not change: the handler changed nothing and sent nothing,
     /// or it declared the event not enabled ([`Out::disable`]).
-    change: Option<Box<Change<P>>>,
+    change: Option<Change<P>>,
     choices: Vec<usize>,
     // Boxed: rare or recording-only, and an effect is moved on every step.
     violation: Option<Box<StepViolation>>,
@@ -220,7 +219,7 @@ pub struct Successor<'w, P: Protocol> {
     /// The violation the handler caused, if any.
     pub violation: Option<Box<StepViolation>>,
     parent: &'w World<P>,
-    change: Option<Box<Change<P>>>,
+    change: Option<Change<P>>,
 }
 
 impl<P: Protocol> Successor<'_, P> {
@@ -244,7 +243,7 @@ impl<P: Protocol> Successor<'_, P> {
 
 /// A successor's next world, not built yet: [`Successor::unbuilt`].
 pub struct Unbuilt<P: Protocol> {
-    change: Option<Box<Change<P>>>,
+    change: Option<Change<P>>,
 }
 
 impl<P: Protocol> Unbuilt<P> {
@@ -252,7 +251,7 @@ impl<P: Protocol> Unbuilt<P> {
     /// change applies to that world only (debug builds check the built world's fingerprint).
     pub fn build(self, parent: &World<P>) -> World<P> {
         match self.change {
-            Some(change) => (*change).apply(parent),
+            Some(change) => change.apply(parent),
             None => parent.clone(),
         }
     }
@@ -716,7 +715,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     ) -> StepOutcome<P> {
         let effect = self.effect(world, action, chooser, recording);
         let next = match effect.change {
-            Some(change) => (*change).apply(world),
+            Some(change) => change.apply(world),
             None => world.clone(),
         };
         StepOutcome {
@@ -773,10 +772,12 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let key = (acting.hash, event.bits());
         match memo.recall(key) {
             Some(Outcome::Disabled) => idle(),
-            Some(Outcome::Ran { slot: None, sends }) if sends.is_empty() && !consumes(world, action) => {
+            Some(Outcome::Ran(ran))
+                if ran.slot.is_none() && ran.sends.is_empty() && !consumes(world, action) =>
+            {
                 idle()
             }
-            Some(Outcome::Ran { slot, sends }) => self.recalled_effect(world, action, me, slot, sends),
+            Some(Outcome::Ran(ran)) => self.recalled_effect(world, action, me, ran),
             None => {
                 let (effect, outcome) = self.run_effect(world, action, chooser, Recording::Off);
                 if let Some(outcome) = outcome {
@@ -812,34 +813,29 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         world: &World<P>,
         action: Action,
         me: NodeId,
-        slot: &Option<Arc<NodeSlot<P>>>,
-        sends: &[Arc<Envelope<P::Msg>>],
+        ran: &Arc<Ran<P>>,
     ) -> Option<Effect<P>> {
         let network = consumed(world, action);
         let view = network.view(&world.network);
-        let mut outbox = Outbox::new();
-        for envelope in sends {
-            view.post(&mut outbox, Arc::clone(envelope));
-        }
-        if slot.is_none() && network.is_none() && outbox.is_empty() {
+        let (sends_term, lands) = view.sends_term(&ran.sends);
+        if ran.slot.is_none() && network.is_none() && !lands {
             return None;
         }
-        let mut fingerprint = world.fingerprint.0.wrapping_add(outbox.hash());
-        if let Some(slot) = slot {
+        let mut fingerprint = world.fingerprint.0.wrapping_add(sends_term);
+        if let Some(slot) = &ran.slot {
             fingerprint = fingerprint.wrapping_sub(world.nodes[me.index()].hash).wrapping_add(slot.hash);
         }
         if !network.is_none() {
             fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(view.hash());
         }
         let change = Change {
-            node: slot.as_ref().map(|slot| (me.index(), Arc::clone(slot))),
-            network,
-            outbox,
-            pending: world.pending,
-            faults_used: world.faults_used,
             fingerprint: Fingerprint(fingerprint),
+            step: Some((me.0, Arc::clone(ran))),
+            network,
+            lands,
+            rest: None,
         };
-        Some(Effect { change: Some(Box::new(change)), choices: Vec::new(), violation: None, record: None })
+        Some(Effect { change: Some(change), choices: Vec::new(), violation: None, record: None })
     }
 
     fn run_effect(
@@ -931,15 +927,14 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             .wrapping_sub(rest_term(world.pending, world.faults_used))
             .wrapping_add(rest_term(world.pending, faults_used));
         let change = Change {
-            node: None,
-            network,
-            outbox: Outbox::new(),
-            pending: world.pending,
-            faults_used,
             fingerprint: Fingerprint(fingerprint),
+            step: None,
+            network,
+            lands: false,
+            rest: Some(Box::new((world.pending, faults_used))),
         };
         let record = event.map(|event| Box::new(StepRecord { event, sent: Vec::new(), log: Vec::new() }));
-        Effect { change: Some(Box::new(change)), choices: Vec::new(), violation: None, record }
+        Effect { change: Some(change), choices: Vec::new(), violation: None, record }
     }
 
     #[allow(clippy::too_many_arguments)] // the parts of a step, threaded from `effect`
@@ -996,35 +991,36 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
         let sends: Box<[Arc<Envelope<P::Msg>>]> =
             sends.into_iter().map(|(to, msg)| Arc::new(Envelope::new(me, to, msg))).collect();
-        let mut outbox = Outbox::new();
-        for envelope in sends.iter() {
-            view.post(&mut outbox, Arc::clone(envelope));
-        }
+        let (sends_term, lands) = view.sends_term(&sends);
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
         let node = node_changed.then(|| Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
-        let outcome = memoizable.then(|| Outcome::Ran { slot: node.clone(), sends });
-        let unchanged = (network.is_none() && outbox.is_empty())
-            && (pending, faults_used) == (world.pending, world.faults_used);
-        if node.is_none() && unchanged {
-            return (Effect { change: None, choices, violation, record }, outcome);
-        }
-        let mut fingerprint = world.fingerprint.0;
-        let node = node.map(|next| {
+        let rest_changed = (pending, faults_used) != (world.pending, world.faults_used);
+        let unchanged = node.is_none() && network.is_none() && !lands && !rest_changed;
+        let mut fingerprint = world.fingerprint.0.wrapping_add(sends_term);
+        if let Some(next) = &node {
             fingerprint = fingerprint.wrapping_sub(slot.hash).wrapping_add(next.hash);
-            (me.index(), next)
-        });
+        }
         if !network.is_none() {
             fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(view.hash());
         }
-        fingerprint = fingerprint.wrapping_add(outbox.hash());
-        if (pending, faults_used) != (world.pending, world.faults_used) {
+        if rest_changed {
             fingerprint = fingerprint
                 .wrapping_sub(rest_term(world.pending, world.faults_used))
                 .wrapping_add(rest_term(pending, faults_used));
         }
-        let fingerprint = Fingerprint(fingerprint);
-        let change = Change { node, network, outbox, pending, faults_used, fingerprint };
-        (Effect { change: Some(Box::new(change)), choices, violation, record }, outcome)
+        let ran = Arc::new(Ran { slot: node, sends });
+        let outcome = memoizable.then(|| Outcome::Ran(Arc::clone(&ran)));
+        if unchanged {
+            return (Effect { change: None, choices, violation, record }, outcome);
+        }
+        let change = Change {
+            fingerprint: Fingerprint(fingerprint),
+            step: Some((me.0, ran)),
+            network,
+            lands,
+            rest: rest_changed.then(|| Box::new((pending, faults_used))),
+        };
+        (Effect { change: Some(change), choices, violation, record }, outcome)
     }
 
     /// Runs every step of `world` in canonical order — each enabled action with each of its

@@ -74,9 +74,16 @@ impl EventKey {
 pub(crate) enum Outcome<P: Protocol> {
     /// The handler declared the event not enabled: no step, not even the event's own effect.
     Disabled,
-    /// The handler ran: the node's next slot (`None` if it stayed the same) and the messages
-    /// it sent, in order.
-    Ran { slot: Option<Arc<NodeSlot<P>>>, sends: Box<[Arc<Envelope<P::Msg>>]> },
+    /// The handler ran; shared with every successor that recalls it.
+    Ran(Arc<Ran<P>>),
+}
+
+/// What a handler run did to its node and the network.
+pub(crate) struct Ran<P: Protocol> {
+    /// The node's next slot; `None` if it stayed the same.
+    pub(crate) slot: Option<Arc<NodeSlot<P>>>,
+    /// The messages it sent, in order.
+    pub(crate) sends: Box<[Arc<Envelope<P::Msg>>]>,
 }
 
 struct Entry<P: Protocol> {
