@@ -61,7 +61,27 @@ fn cluster(name: &str, common: &[&str], args: [&[&str]; 2]) -> Outcome {
 }
 
 /// [`cluster`], killing process 1 after `kill_after` if given.
+///
+/// The ports are free when they are picked, not when a node binds them: another test's process
+/// may take one in between (an outgoing connection's ephemeral port, say). A run in which a node
+/// could not listen for that reason is run again on fresh ports.
 fn cluster_killing(name: &str, common: &[&str], args: [&[&str]; 2], kill_after: Option<Duration>) -> Outcome {
+    const ATTEMPTS: usize = 5;
+    for _ in 0..ATTEMPTS {
+        if let Some(outcome) = cluster_once(name, common, args, kill_after) {
+            return outcome;
+        }
+    }
+    panic!("{ATTEMPTS} runs in a row found a port taken before a node could listen on it");
+}
+
+/// One run of [`cluster_killing`]; `None` if a node found its port taken.
+fn cluster_once(
+    name: &str,
+    common: &[&str],
+    args: [&[&str]; 2],
+    kill_after: Option<Duration>,
+) -> Option<Outcome> {
     let hosts = Scratch::new(&format!("{name}.hosts"));
     let [p0, p1] = free_ports();
     std::fs::write(&hosts.0, format!("127.0.0.1:{p0}\n127.0.0.1:{p1}\n")).unwrap();
@@ -94,6 +114,13 @@ fn cluster_killing(name: &str, common: &[&str], args: [&[&str]; 2], kill_after: 
                 status[i] = child.try_wait().unwrap();
             }
         }
+        let port_taken = |i: usize| {
+            status[i].is_some_and(|s| !s.success())
+                && std::fs::read_to_string(&files[i][1].0).is_ok_and(|e| e.contains("Address already in use"))
+        };
+        if port_taken(0) || port_taken(1) {
+            return None;
+        }
         if started.elapsed() > DEADLINE {
             drop(children);
             let err: Vec<String> = files.iter().map(|f| std::fs::read_to_string(&f[1].0).unwrap()).collect();
@@ -102,11 +129,11 @@ fn cluster_killing(name: &str, common: &[&str], args: [&[&str]; 2], kill_after: 
         std::thread::sleep(Duration::from_millis(20));
     }
     let read = |path: &PathBuf| std::fs::read_to_string(path).unwrap();
-    Outcome {
+    Some(Outcome {
         status: status.map(|s| s.unwrap()),
         stdout: [read(&files[0][0].0), read(&files[1][0].0)],
         stderr: [read(&files[0][1].0), read(&files[1][1].0)],
-    }
+    })
 }
 
 /// Process 0's output, after checking that both processes succeeded and only process 0 spoke.

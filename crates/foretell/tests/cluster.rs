@@ -49,7 +49,22 @@ struct Ran {
 }
 
 /// Runs `foretell cluster` as two processes on free local ports, process `i` with `args[i]`.
+///
+/// The ports are free when they are picked, not when a process binds them: another test's
+/// process may take one in between (an outgoing connection's ephemeral port, say). A run in
+/// which a process could not listen for that reason is run again on fresh ports.
 fn two_processes(dir: &Path, args: [&[&str]; 2]) -> [Ran; 2] {
+    const ATTEMPTS: usize = 5;
+    for _ in 0..ATTEMPTS {
+        if let Some(ran) = two_processes_once(dir, args) {
+            return ran;
+        }
+    }
+    panic!("{ATTEMPTS} runs in a row found a port taken before a process could listen on it");
+}
+
+/// One run of [`two_processes`]; `None` if a process found its port taken.
+fn two_processes_once(dir: &Path, args: [&[&str]; 2]) -> Option<[Ran; 2]> {
     let (a, b) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
     let ports = [a.local_addr().unwrap().port(), b.local_addr().unwrap().port()];
     drop((a, b));
@@ -82,15 +97,23 @@ fn two_processes(dir: &Path, args: [&[&str]; 2]) -> [Ran; 2] {
                 status[i] = child.try_wait().unwrap();
             }
         }
+        let port_taken = |i: usize| {
+            status[i].is_some_and(|s| !s.success())
+                && std::fs::read_to_string(dir.join(format!("err{i}")))
+                    .is_ok_and(|e| e.contains("Address already in use"))
+        };
+        if port_taken(0) || port_taken(1) {
+            return None;
+        }
         assert!(started.elapsed() < Duration::from_secs(60), "the cluster did not finish");
         std::thread::sleep(Duration::from_millis(20));
     }
     let read = |name: String| std::fs::read_to_string(dir.join(name)).unwrap();
-    [0, 1].map(|i| Ran {
+    Some([0, 1].map(|i| Ran {
         status: status[i].expect("both exited"),
         stdout: read(format!("out{i}")),
         stderr: read(format!("err{i}")),
-    })
+    }))
 }
 
 #[test]
