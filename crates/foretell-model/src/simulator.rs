@@ -815,26 +815,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         me: NodeId,
         ran: &Arc<Ran<P>>,
     ) -> Option<Effect<P>> {
-        let network = consumed(world, action);
-        let view = network.view(&world.network);
-        let (sends_term, lands) = view.sends_term(&ran.sends);
-        if ran.slot.is_none() && network.is_none() && !lands {
-            return None;
-        }
-        let mut fingerprint = world.fingerprint.0.wrapping_add(sends_term);
-        if let Some(slot) = &ran.slot {
-            fingerprint = fingerprint.wrapping_sub(world.nodes[me.index()].hash).wrapping_add(slot.hash);
-        }
-        if !network.is_none() {
-            fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(view.hash());
-        }
-        let change = Change {
-            fingerprint: Fingerprint(fingerprint),
-            step: Some((me.0, Arc::clone(ran))),
-            network,
-            lands,
-            rest: None,
-        };
+        let rest = (world.pending, world.faults_used);
+        let change = self.handler_change(world, me, ran, consumed(world, action), rest)?;
         Some(Effect { change: Some(change), choices: Vec::new(), violation: None, record: None })
     }
 
@@ -991,14 +973,35 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
         let sends: Box<[Arc<Envelope<P::Msg>>]> =
             sends.into_iter().map(|(to, msg)| Arc::new(Envelope::new(me, to, msg))).collect();
-        let (sends_term, lands) = view.sends_term(&sends);
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
         let node = node_changed.then(|| Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
-        let rest_changed = (pending, faults_used) != (world.pending, world.faults_used);
-        let unchanged = node.is_none() && network.is_none() && !lands && !rest_changed;
+        let ran = Arc::new(Ran { slot: node, sends });
+        let outcome = memoizable.then(|| Outcome::Ran(Arc::clone(&ran)));
+        let change = self.handler_change(world, me, &ran, network, (pending, faults_used));
+        (Effect { change, choices, violation, record }, outcome)
+    }
+
+    /// The change of a step in which `me`'s handler did `ran`, after the event's own `network`
+    /// edit, leaving the driver's pending inputs and the faults used at `rest`: the next
+    /// fingerprint from the changed terms alone. `None` if the world stays the same.
+    #[inline(always)] // on every recalled successor: its fingerprint and change stay in registers
+    fn handler_change(
+        &self,
+        world: &World<P>,
+        me: NodeId,
+        ran: &Arc<Ran<P>>,
+        network: NetworkEdit<P::Msg>,
+        rest: (u64, FaultsUsed),
+    ) -> Option<Change<P>> {
+        let view = network.view(&world.network);
+        let (sends_term, lands) = view.sends_term(&ran.sends);
+        let rest_changed = rest != (world.pending, world.faults_used);
+        if ran.slot.is_none() && network.is_none() && !lands && !rest_changed {
+            return None;
+        }
         let mut fingerprint = world.fingerprint.0.wrapping_add(sends_term);
-        if let Some(next) = &node {
-            fingerprint = fingerprint.wrapping_sub(slot.hash).wrapping_add(next.hash);
+        if let Some(next) = &ran.slot {
+            fingerprint = fingerprint.wrapping_sub(world.nodes[me.index()].hash).wrapping_add(next.hash);
         }
         if !network.is_none() {
             fingerprint = fingerprint.wrapping_sub(world.network.hash()).wrapping_add(view.hash());
@@ -1006,21 +1009,15 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         if rest_changed {
             fingerprint = fingerprint
                 .wrapping_sub(rest_term(world.pending, world.faults_used))
-                .wrapping_add(rest_term(pending, faults_used));
+                .wrapping_add(rest_term(rest.0, rest.1));
         }
-        let ran = Arc::new(Ran { slot: node, sends });
-        let outcome = memoizable.then(|| Outcome::Ran(Arc::clone(&ran)));
-        if unchanged {
-            return (Effect { change: None, choices, violation, record }, outcome);
-        }
-        let change = Change {
+        Some(Change {
             fingerprint: Fingerprint(fingerprint),
-            step: Some((me.0, ran)),
+            step: Some((me.0, Arc::clone(ran))),
             network,
             lands,
-            rest: rest_changed.then(|| Box::new((pending, faults_used))),
-        };
-        (Effect { change: Some(change), choices, violation, record }, outcome)
+            rest: rest_changed.then(|| Box::new(rest)),
+        })
     }
 
     /// Runs every step of `world` in canonical order — each enabled action with each of its
