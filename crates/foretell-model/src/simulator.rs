@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -118,8 +119,11 @@ pub struct StepOutcome<P: Protocol> {
 struct Change<P: Protocol> {
     fingerprint: Fingerprint,
     /// The acting node and what its handler did, shared with the step memo (a recalled step
-    /// allocates nothing of its own); `None` for a fault.
-    step: Option<(u32, Arc<Ran<P>>)>,
+    /// allocates nothing of its own); `None` for a fault. The memo is this thread's, so the
+    /// count is not atomic: most successors of a search are seen and dropped, and a locked
+    /// instruction to raise the count and another to drop it cost each of them more than the
+    /// rest of its change (2PC N = 8 DFS, `perf`).
+    step: Option<(u32, Rc<Ran<P>>)>,
     /// What the event itself does to the network (a delivery that consumes its message, say).
     network: NetworkEdit<P::Msg>,
     /// Whether the handler's sends change that network (a grow-only one may hold them all).
@@ -241,7 +245,8 @@ impl<P: Protocol> Successor<'_, P> {
     }
 }
 
-/// A successor's next world, not built yet: [`Successor::unbuilt`].
+/// A successor's next world, not built yet: [`Successor::unbuilt`]. Like the successor, it
+/// stays on the thread that stepped its parent, whose step memo it shares.
 pub struct Unbuilt<P: Protocol> {
     change: Option<Change<P>>,
 }
@@ -813,7 +818,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         world: &World<P>,
         action: Action,
         me: NodeId,
-        ran: &Arc<Ran<P>>,
+        ran: &Rc<Ran<P>>,
     ) -> Option<Effect<P>> {
         let rest = (world.pending, world.faults_used);
         let change = self.handler_change(world, me, ran, consumed(world, action), rest)?;
@@ -975,8 +980,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             sends.into_iter().map(|(to, msg)| Arc::new(Envelope::new(me, to, msg))).collect();
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
         let node = node_changed.then(|| Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
-        let ran = Arc::new(Ran { slot: node, sends });
-        let outcome = memoizable.then(|| Outcome::Ran(Arc::clone(&ran)));
+        let ran = Rc::new(Ran { slot: node, sends });
+        let outcome = memoizable.then(|| Outcome::Ran(Rc::clone(&ran)));
         let change = self.handler_change(world, me, &ran, network, (pending, faults_used));
         (Effect { change, choices, violation, record }, outcome)
     }
@@ -989,7 +994,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         &self,
         world: &World<P>,
         me: NodeId,
-        ran: &Arc<Ran<P>>,
+        ran: &Rc<Ran<P>>,
         network: NetworkEdit<P::Msg>,
         rest: (u64, FaultsUsed),
     ) -> Option<Change<P>> {
@@ -1013,7 +1018,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
         Some(Change {
             fingerprint: Fingerprint(fingerprint),
-            step: Some((me.0, Arc::clone(ran))),
+            step: Some((me.0, Rc::clone(ran))),
             network,
             lands,
             rest: rest_changed.then(|| Box::new(rest)),

@@ -33,6 +33,7 @@ use crate::world::NodeSlot;
 use crate::{Envelope, Protocol};
 use std::any::Any;
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// A step's memo key: the acting node's slot hash (its position, state, timers and clock) and
@@ -75,7 +76,7 @@ pub(crate) enum Outcome<P: Protocol> {
     /// The handler declared the event not enabled: no step, not even the event's own effect.
     Disabled,
     /// The handler ran; shared with every successor that recalls it.
-    Ran(Arc<Ran<P>>),
+    Ran(Rc<Ran<P>>),
 }
 
 /// What a handler run did to its node and the network.
