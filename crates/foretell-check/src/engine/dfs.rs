@@ -3,6 +3,7 @@
 //! Each worker keeps its own stack (a LIFO deque) of worlds to expand; an idle worker steals
 //! the oldest world of another's stack, which hands over a large subtree, so the threads stay
 //! busy without a level barrier (the asynchronous mode: no shortest-trace promise, no waiting).
+//! A worker alone keeps a plain vector.
 //! All workers share one visited set of fingerprints. A world carries its path as a shared
 //! linked list of successor ordinals, so a counterexample needs no parent records: memory is
 //! the visited set plus the stacks, which stay small in depth-first order.
@@ -63,9 +64,9 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     let sim = exp.sim;
     let bits = exp.options.fingerprint_bits;
     let seen = Seen::new(exp.options, exp.options.depth_max.is_some());
-    let deques: Vec<Deque<Item<P>>> = (0..threads).map(|_| Deque::new_lifo()).collect();
     let properties = sim.model().properties().len();
     let mut tallies: Vec<Tally> = (0..threads).map(|_| Tally::new(properties)).collect();
+    let mut roots = Vec::new();
     let mut roots_found = None;
     let mut root = 0u32;
     sim.initial_worlds(|_, world, violation| {
@@ -73,28 +74,31 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
             let path = Arc::new(Path { parent: None, ordinal: root, depth: 0 });
             match tallies[0].examine(sim, &world, 0, violation) {
                 Some(v) => roots_found = Some((path, v)),
-                None => deques[0].push((world, path)),
+                None => roots.push((world, path)),
             }
         }
         root += 1;
     });
+    let deques: Vec<Deque<Item<P>>> = (0..threads).map(|_| Deque::new_lifo()).collect();
     let shared = Shared {
         exp: &exp,
         stealers: deques.iter().map(Deque::stealer).collect(),
-        pending: AtomicUsize::new(deques[0].len()),
+        pending: AtomicUsize::new(roots.len()),
         stop: AtomicBool::new(roots_found.is_some()),
         unique: AtomicU64::new(tallies[0].unique),
         found: Mutex::new(roots_found),
         seen,
     };
     if threads == 1 {
-        let deque = deques.into_iter().next().expect("one deque");
-        work(&shared, 0, &deque, &mut tallies[0]);
+        work(&shared, &mut Stack::Alone(roots), &mut tallies[0]);
     } else {
+        for item in roots {
+            deques[0].push(item);
+        }
         std::thread::scope(|scope| {
             for (index, (deque, tally)) in deques.into_iter().zip(tallies.iter_mut()).enumerate() {
                 let shared = &shared;
-                scope.spawn(move || work(shared, index, &deque, tally));
+                scope.spawn(move || work(shared, &mut Stack::Shared { deque, index, shared }, tally));
             }
         });
     }
@@ -117,43 +121,87 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     exp.finish(found)
 }
 
-/// One worker: expands worlds from its own stack, steals when it is empty, and stops when no
-/// world is pending anywhere or the search must stop.
+/// A worker's stack of worlds to expand: a plain vector when it works alone, else a deque that
+/// the other workers steal from. Alone, a world costs no shared count of pending worlds and no
+/// fence on each pop: locked instructions that took 2PC N = 8 from 1.48 s to 1.52 s on one
+/// thread (medians of seven alternated runs).
+enum Stack<'s, 'a, 'm, 'o, P: Protocol> {
+    Alone(Vec<Item<P>>),
+    Shared { deque: Deque<Item<P>>, index: usize, shared: &'s Shared<'a, 'm, 'o, P> },
+}
+
+impl<P: Protocol> Stack<'_, '_, '_, '_, P> {
+    /// The next world to expand, stolen if need be; `None` once no world is pending anywhere.
+    fn pop(&mut self) -> Option<Item<P>> {
+        match self {
+            Stack::Alone(items) => items.pop(),
+            Stack::Shared { deque, index, shared } => loop {
+                if let Some(item) = deque.pop().or_else(|| steal(shared, *index)) {
+                    return Some(item);
+                }
+                if shared.pending.load(Ordering::Acquire) == 0 || shared.stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                std::thread::yield_now();
+            },
+        }
+    }
+
+    fn push(&mut self, item: Item<P>) {
+        match self {
+            Stack::Alone(items) => items.push(item),
+            Stack::Shared { deque, shared, .. } => {
+                // Counted before it can be stolen, so that `pending` never drops to zero early.
+                shared.pending.fetch_add(1, Ordering::AcqRel);
+                deque.push(item);
+            }
+        }
+    }
+
+    /// A popped world is expanded: it is no longer pending.
+    fn expanded(&mut self) {
+        if let Stack::Shared { shared, .. } = self {
+            shared.pending.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Stack::Alone(items) => items.len(),
+            Stack::Shared { deque, .. } => deque.len(),
+        }
+    }
+}
+
+/// One worker: expands worlds from its stack, and stops when no world is pending anywhere or
+/// the search must stop.
 fn work<P: Protocol>(
     shared: &Shared<'_, '_, '_, P>,
-    index: usize,
-    deque: &Deque<Item<P>>,
+    stack: &mut Stack<'_, '_, '_, '_, P>,
     tally: &mut Tally,
 ) {
     let exp = shared.exp;
     let sim: Simulator<'_, P> = exp.sim;
     let bits = exp.options.fingerprint_bits;
     let mut since_poll = 0u32;
+    // New worlds not yet added to the shared count, which is read only when polling.
+    let mut unpolled = 0;
     let mut keyed = Vec::new();
     loop {
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        let Some((world, path)) = deque.pop().or_else(|| steal(shared, index)) else {
-            if shared.pending.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            std::thread::yield_now();
-            continue;
+        let Some((world, path)) = stack.pop() else {
+            return;
         };
         let depth = path.depth;
         if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
             exp.note_depth_cut();
-            shared.pending.fetch_sub(1, Ordering::AcqRel);
+            stack.expanded();
             continue;
         }
         let before = tally.unique;
         let mut found = None;
-        let push = |item: Item<P>| {
-            // Counted before it can be stolen, so that `pending` never drops to zero early.
-            shared.pending.fetch_add(1, Ordering::AcqRel);
-            deque.push(item);
-        };
         keyed_successors(sim, &world, &shared.seen, &mut keyed);
         for mut s in keyed.drain(..) {
             tally.transitions += 1;
@@ -165,7 +213,7 @@ fn work<P: Protocol>(
                 Visit::Seen => {}
                 Visit::Reopened => {
                     let child = path.child(s.ordinal);
-                    push((s.into_world(&world), child));
+                    stack.push((s.into_world(&world), child));
                 }
                 Visit::New => {
                     let child = path.child(s.ordinal);
@@ -175,22 +223,24 @@ fn work<P: Protocol>(
                             found = Some((child, v));
                             break;
                         }
-                        None => push((next, child)),
+                        None => stack.push((next, child)),
                     }
                 }
             }
         }
-        shared.pending.fetch_sub(1, Ordering::AcqRel);
+        stack.expanded();
         if let Some(found) = found {
             lock(&shared.found).get_or_insert(found);
             shared.stop.store(true, Ordering::Relaxed);
             return;
         }
-        let unique = shared.unique.fetch_add(tally.unique - before, Ordering::Relaxed);
+        unpolled += tally.unique - before;
         since_poll += 1;
         if since_poll >= 256 {
             since_poll = 0;
-            if exp.poll(unique, deque.len()) {
+            let unique = shared.unique.fetch_add(unpolled, Ordering::Relaxed) + unpolled;
+            unpolled = 0;
+            if exp.poll(unique, stack.len()) {
                 shared.stop.store(true, Ordering::Relaxed);
             }
         }
