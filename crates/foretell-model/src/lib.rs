@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 mod cache_hint;
+mod delta;
 mod event;
 mod fingerprint;
 mod idle_events;
@@ -44,6 +45,7 @@ mod world;
 mod world_bytes;
 
 pub use cache_hint::prefetch;
+pub use delta::Delta;
 pub use event::{Action, Event};
 pub use fingerprint::{Fingerprint, FingerprintHasher};
 pub use ignored::Ignored;

@@ -17,7 +17,7 @@ use crate::scenario::Resolved;
 use crate::step_memo::{self, EventKey, Outcome, Ran, StepMemo};
 use crate::world::{rest_term, FaultsUsed, NodeSlot};
 use crate::{
-    Action, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
+    Action, Delta, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
     Protocol, World,
 };
 use serde::{Deserialize, Serialize};
@@ -161,33 +161,48 @@ impl<M: Serialize> NetworkEdit<M> {
 }
 
 impl<P: Protocol> Change<P> {
-    fn apply(self, parent: &World<P>) -> World<P> {
+    fn apply(mut self, parent: &World<P>) -> World<P> {
         let mut nodes = parent.nodes.clone();
         if let Some((index, Some(slot))) = self.step.as_ref().map(|(index, ran)| (index, &ran.slot)) {
             nodes[*index as usize] = Arc::clone(slot);
         }
-        let edited = match self.network {
-            NetworkEdit::None => None,
-            NetworkEdit::Consume(index) => {
-                let mut network = (*parent.network).clone();
-                network.deliver(index as usize);
-                Some(network)
-            }
-            NetworkEdit::Rebuilt(network) => Some(*network),
-        };
-        let network = match (edited, &self.step) {
-            (edited, Some((_, ran))) if self.lands => {
-                let mut network = edited.unwrap_or_else(|| (*parent.network).clone());
-                network.send_all(&ran.sends);
-                Arc::new(network)
-            }
-            (None, _) => Arc::clone(&parent.network),
-            (Some(network), _) => Arc::new(network),
+        let network = match self.next_network(&parent.network) {
+            Some(network) => Arc::new(network),
+            None => Arc::clone(&parent.network),
         };
         let (pending, faults_used) = self.rest.map_or((parent.pending, parent.faults_used), |rest| *rest);
         let world = World { nodes, network, pending, faults_used, fingerprint: self.fingerprint };
         debug_assert_eq!(world.fingerprint, world.clone().sealed().fingerprint, "incremental fingerprint");
         world
+    }
+
+    /// The change as the parts of `parent` it replaces.
+    fn delta(mut self, parent: &World<P>) -> Delta<P> {
+        let network = self.next_network(&parent.network).map(Arc::new);
+        let node = self.step.and_then(|(index, ran)| Some((index, Arc::clone(ran.slot.as_ref()?))));
+        Delta::changed(self.fingerprint, node, network, self.rest.map(|rest| *rest))
+    }
+
+    /// The network after the step, if it changes `parent`'s: the event's own edit, then the
+    /// handler's sends. Takes the edit out of the change.
+    fn next_network(&mut self, parent: &Network<P::Msg>) -> Option<Network<P::Msg>> {
+        let edited = match std::mem::replace(&mut self.network, NetworkEdit::None) {
+            NetworkEdit::None => None,
+            NetworkEdit::Consume(index) => {
+                let mut network = parent.clone();
+                network.deliver(index as usize);
+                Some(network)
+            }
+            NetworkEdit::Rebuilt(network) => Some(*network),
+        };
+        match (edited, &self.step) {
+            (edited, Some((_, ran))) if self.lands => {
+                let mut network = edited.unwrap_or_else(|| parent.clone());
+                network.send_all(&ran.sends);
+                Some(network)
+            }
+            (edited, _) => edited,
+        }
     }
 }
 
@@ -258,6 +273,15 @@ impl<P: Protocol> Unbuilt<P> {
         match self.change {
             Some(change) => change.apply(parent),
             None => parent.clone(),
+        }
+    }
+
+    /// The next world as the parts of `parent` it replaces, to swap into `parent` in place
+    /// ([`Delta::swap`]); `parent` must be the world whose successor it is.
+    pub fn delta(self, parent: &World<P>) -> Delta<P> {
+        match self.change {
+            Some(change) => change.delta(parent),
+            None => Delta::changed(parent.fingerprint, None, None, None),
         }
     }
 }

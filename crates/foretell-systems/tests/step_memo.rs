@@ -7,7 +7,8 @@
 //! same order, with the same choices, reaching worlds with the same fingerprints. The worlds are
 //! met in breadth-first order, so most of the steps compared are recalled ones.
 //! A detached copy of each world (`World::detached`, which engines make of a world another
-//! thread built) must have the same successors too.
+//! thread built) must have the same successors too, and each successor as a `Delta` swapped
+//! into the world must make the built successor.
 
 use foretell_model::{Action, ChoiceOdometer, Model, NodeId, Protocol, Simulator, World};
 use foretell_systems::psharp::{basic_paxos, failure_detector};
@@ -60,6 +61,18 @@ fn memo_agrees<P: Protocol>(name: &str, model: &Model<P>, limit: usize) -> usize
             next.push(built);
         });
         assert_eq!(recalled, fresh_steps(&sim, &world), "{name}: world {} differs", world.fingerprint());
+        // Each successor as a delta (what a one-thread depth-first search keeps), swapped into a
+        // copy of the world, makes the built world; swapped again, the world itself.
+        let mut deltas = Vec::new();
+        sim.successors(&world, |successor| deltas.push(successor.unbuilt().delta(&world)));
+        let mut swapped = world.clone();
+        for (mut delta, built) in deltas.into_iter().zip(&next) {
+            delta.swap(&mut swapped);
+            assert_eq!(swapped.fingerprint(), built.fingerprint(), "{name}: a delta makes the successor");
+            assert_eq!(swapped.to_bytes(), built.to_bytes(), "{name}: a delta makes the successor");
+            delta.swap(&mut swapped);
+            assert_eq!(swapped.to_bytes(), world.to_bytes(), "{name}: a delta swapped again undoes itself");
+        }
         // A detached copy (what a worker makes of a world it takes from another) steps alike.
         let detached = world.detached();
         assert_eq!(detached.fingerprint(), world.fingerprint(), "{name}: detaching keeps the fingerprint");

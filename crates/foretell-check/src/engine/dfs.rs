@@ -3,10 +3,12 @@
 //! Each worker keeps its own stack (a LIFO deque) of worlds to expand; an idle worker steals
 //! the oldest world of another's stack, which hands over a large subtree, so the threads stay
 //! busy without a level barrier (the asynchronous mode: no shortest-trace promise, no waiting).
-//! A worker alone keeps a plain vector.
 //! All workers share one visited set of fingerprints. A world carries its path as a shared
 //! linked list of successor ordinals, so a counterexample needs no parent records: memory is
 //! the visited set plus the stacks, which stay small in depth-first order.
+//!
+//! A search on one thread keeps one world instead, and moves through the tree by swapping
+//! successors in and out of it, in the same order (`alone`).
 //!
 //! With a depth bound the search remembers each world's smallest depth instead, and re-opens a
 //! world reached again by a shorter path, so that every world within the bound is explored —
@@ -16,7 +18,7 @@ use super::seen::{key_of, keyed_successors, lock, Seen, Visit};
 use crate::exploration::{Exploration, Found, Tally};
 use crate::Report;
 use crossbeam_deque::{Steal, Stealer, Worker as Deque};
-use foretell_model::{Protocol, Simulator, StepViolation, World};
+use foretell_model::{Delta, Protocol, Simulator, StepViolation, World};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,6 +33,15 @@ struct Path {
 impl Path {
     fn child(self: &Arc<Self>, ordinal: u32) -> Arc<Path> {
         Arc::new(Path { parent: Some(Arc::clone(self)), ordinal, depth: self.depth + 1 })
+    }
+
+    /// The path to the initial world `root` followed by `ordinals`.
+    fn of(root: u32, ordinals: Vec<u32>) -> Arc<Path> {
+        ordinals
+            .into_iter()
+            .fold(Arc::new(Path { parent: None, ordinal: root, depth: 0 }), |path, ordinal| {
+                path.child(ordinal)
+            })
     }
 
     /// The initial world's index and the ordinals from it.
@@ -90,7 +101,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
         seen,
     };
     if threads == 1 {
-        work(&shared, &mut Stack::Alone(roots), &mut tallies[0]);
+        alone(&shared, roots, &mut tallies[0]);
     } else {
         for item in roots {
             deques[0].push(item);
@@ -98,7 +109,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
         std::thread::scope(|scope| {
             for (index, (deque, tally)) in deques.into_iter().zip(tallies.iter_mut()).enumerate() {
                 let shared = &shared;
-                scope.spawn(move || work(shared, &mut Stack::Shared { deque, index, shared }, tally));
+                scope.spawn(move || work(shared, index, &deque, tally));
             }
         });
     }
@@ -121,87 +132,43 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     exp.finish(found)
 }
 
-/// A worker's stack of worlds to expand: a plain vector when it works alone, else a deque that
-/// the other workers steal from. Alone, a world costs no shared count of pending worlds and no
-/// fence on each pop: locked instructions that took 2PC N = 8 from 1.48 s to 1.52 s on one
-/// thread (medians of seven alternated runs).
-enum Stack<'s, 'a, 'm, 'o, P: Protocol> {
-    Alone(Vec<Item<P>>),
-    Shared { deque: Deque<Item<P>>, index: usize, shared: &'s Shared<'a, 'm, 'o, P> },
-}
-
-impl<P: Protocol> Stack<'_, '_, '_, '_, P> {
-    /// The next world to expand, stolen if need be; `None` once no world is pending anywhere.
-    fn pop(&mut self) -> Option<Item<P>> {
-        match self {
-            Stack::Alone(items) => items.pop(),
-            Stack::Shared { deque, index, shared } => loop {
-                if let Some(item) = deque.pop().or_else(|| steal(shared, *index)) {
-                    return Some(item);
-                }
-                if shared.pending.load(Ordering::Acquire) == 0 || shared.stop.load(Ordering::Relaxed) {
-                    return None;
-                }
-                std::thread::yield_now();
-            },
-        }
-    }
-
-    fn push(&mut self, item: Item<P>) {
-        match self {
-            Stack::Alone(items) => items.push(item),
-            Stack::Shared { deque, shared, .. } => {
-                // Counted before it can be stolen, so that `pending` never drops to zero early.
-                shared.pending.fetch_add(1, Ordering::AcqRel);
-                deque.push(item);
-            }
-        }
-    }
-
-    /// A popped world is expanded: it is no longer pending.
-    fn expanded(&mut self) {
-        if let Stack::Shared { shared, .. } = self {
-            shared.pending.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Stack::Alone(items) => items.len(),
-            Stack::Shared { deque, .. } => deque.len(),
-        }
-    }
-}
-
-/// One worker: expands worlds from its stack, and stops when no world is pending anywhere or
-/// the search must stop.
+/// One of several workers: expands worlds from its own deque, steals when it is empty, and
+/// stops when no world is pending anywhere or the search must stop.
 fn work<P: Protocol>(
     shared: &Shared<'_, '_, '_, P>,
-    stack: &mut Stack<'_, '_, '_, '_, P>,
+    index: usize,
+    deque: &Deque<Item<P>>,
     tally: &mut Tally,
 ) {
     let exp = shared.exp;
     let sim: Simulator<'_, P> = exp.sim;
     let bits = exp.options.fingerprint_bits;
-    let mut since_poll = 0u32;
-    // New worlds not yet added to the shared count, which is read only when polling.
-    let mut unpolled = 0;
+    let mut poll = Poll::default();
     let mut keyed = Vec::new();
     loop {
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        let Some((world, path)) = stack.pop() else {
-            return;
+        let Some((world, path)) = deque.pop().or_else(|| steal(shared, index)) else {
+            if shared.pending.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            std::thread::yield_now();
+            continue;
         };
         let depth = path.depth;
         if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
             exp.note_depth_cut();
-            stack.expanded();
+            shared.pending.fetch_sub(1, Ordering::AcqRel);
             continue;
         }
         let before = tally.unique;
         let mut found = None;
+        let push = |item: Item<P>| {
+            // Counted before it can be stolen, so that `pending` never drops to zero early.
+            shared.pending.fetch_add(1, Ordering::AcqRel);
+            deque.push(item);
+        };
         keyed_successors(sim, &world, &shared.seen, &mut keyed);
         for mut s in keyed.drain(..) {
             tally.transitions += 1;
@@ -213,7 +180,7 @@ fn work<P: Protocol>(
                 Visit::Seen => {}
                 Visit::Reopened => {
                     let child = path.child(s.ordinal);
-                    stack.push((s.into_world(&world), child));
+                    push((s.into_world(&world), child));
                 }
                 Visit::New => {
                     let child = path.child(s.ordinal);
@@ -223,27 +190,128 @@ fn work<P: Protocol>(
                             found = Some((child, v));
                             break;
                         }
-                        None => stack.push((next, child)),
+                        None => push((next, child)),
                     }
                 }
             }
         }
-        stack.expanded();
+        shared.pending.fetch_sub(1, Ordering::AcqRel);
         if let Some(found) = found {
             lock(&shared.found).get_or_insert(found);
             shared.stop.store(true, Ordering::Relaxed);
             return;
         }
-        unpolled += tally.unique - before;
-        since_poll += 1;
-        if since_poll >= 256 {
-            since_poll = 0;
-            let unique = shared.unique.fetch_add(unpolled, Ordering::Relaxed) + unpolled;
-            unpolled = 0;
-            if exp.poll(unique, stack.len()) {
-                shared.stop.store(true, Ordering::Relaxed);
-            }
+        if poll.after(shared, tally.unique - before, deque.len()) {
+            return;
         }
+    }
+}
+
+/// The one worker of a one-thread search: it keeps one world, and walks the search tree by
+/// swapping successors in and out of it ([`Delta`]), in the order `work` would take them. Its
+/// stack holds each pending successor as the parts it changes, with its depth and ordinal; the
+/// path to the current world is the stack of deltas that made it, each holding what its step
+/// replaced. So no world is copied, counted or dropped per state, no path is allocated, and a
+/// pending world costs the parts it changes rather than a node vector.
+fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally: &mut Tally) {
+    let exp = shared.exp;
+    let sim: Simulator<'_, P> = exp.sim;
+    let bits = exp.options.fingerprint_bits;
+    let mut poll = Poll::default();
+    let mut keyed = Vec::new();
+    // Pending successors: (depth, ordinal, delta from the parent they were found in).
+    let mut pending: Vec<(u32, u32, Delta<P>)> = Vec::new();
+    // The steps from the root to the current world: (ordinal, delta holding what it replaced).
+    let mut steps: Vec<(u32, Delta<P>)> = Vec::new();
+    for (mut world, root) in roots.into_iter().rev() {
+        let root = root.ordinal;
+        let mut depth = 0u32;
+        steps.clear();
+        loop {
+            if shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let before = tally.unique;
+            let mut found = None;
+            if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
+                exp.note_depth_cut();
+            } else {
+                keyed_successors(sim, &world, &shared.seen, &mut keyed);
+                for mut s in keyed.drain(..) {
+                    tally.transitions += 1;
+                    if let Some(violation) = s.violation.take() {
+                        found = Some((s.ordinal, *violation));
+                        break;
+                    }
+                    let visit = shared.seen.visit(s.key, bits, depth + 1);
+                    if matches!(visit, Visit::Seen) {
+                        continue;
+                    }
+                    let ordinal = s.ordinal;
+                    let mut delta = s.into_delta(&world);
+                    if matches!(visit, Visit::New) {
+                        delta.swap(&mut world);
+                        let violation = tally.examine(sim, &world, depth as usize + 1, None);
+                        delta.swap(&mut world);
+                        if let Some(v) = violation {
+                            found = Some((ordinal, v));
+                            break;
+                        }
+                    }
+                    pending.push((depth + 1, ordinal, delta));
+                }
+            }
+            if let Some((ordinal, violation)) = found {
+                let ordinals = steps.iter().map(|(o, _)| *o).chain([ordinal]).collect();
+                let path = Path::of(root, ordinals);
+                lock(&shared.found).get_or_insert((path, violation));
+                shared.stop.store(true, Ordering::Relaxed);
+                return;
+            }
+            if poll.after(shared, tally.unique - before, pending.len()) {
+                return;
+            }
+            // Down to the next pending successor, from its parent.
+            let Some((next_depth, ordinal, mut delta)) = pending.pop() else {
+                break;
+            };
+            while steps.len() >= next_depth as usize {
+                let (_, mut undo) = steps.pop().expect("steps are as deep as the current world");
+                undo.swap(&mut world);
+            }
+            delta.swap(&mut world);
+            steps.push((ordinal, delta));
+            depth = next_depth;
+        }
+    }
+}
+
+/// When a worker polls the search's bounds, the interrupt and progress: every 256 worlds it
+/// expands, adding its new worlds to the shared count then (not after each world, which would
+/// be a locked instruction per world).
+#[derive(Default)]
+struct Poll {
+    expanded: u32,
+    unpolled: u64,
+}
+
+impl Poll {
+    /// Counts one expanded world that added `new` worlds, with `queued` waiting on the worker;
+    /// whether the search must stop.
+    fn after<P: Protocol>(&mut self, shared: &Shared<'_, '_, '_, P>, new: u64, queued: usize) -> bool {
+        self.unpolled += new;
+        self.expanded += 1;
+        if self.expanded < 256 {
+            return false;
+        }
+        self.expanded = 0;
+        let unique = shared.unique.fetch_add(self.unpolled, Ordering::Relaxed) + self.unpolled;
+        self.unpolled = 0;
+        let stop = shared.exp.poll(unique, queued);
+        if stop {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        stop
     }
 }
 

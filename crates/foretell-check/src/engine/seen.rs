@@ -6,7 +6,7 @@
 
 use crate::fingerprint_set::FingerprintSet;
 use crate::{CheckOptions, FingerprintBits};
-use foretell_model::{Fingerprint, Protocol, Simulator, StepViolation, Successor, Unbuilt, World};
+use foretell_model::{Delta, Fingerprint, Protocol, Simulator, StepViolation, Successor, Unbuilt, World};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
 use std::sync::{Mutex, MutexGuard};
@@ -149,6 +149,14 @@ impl<P: Protocol> Keyed<P> {
         match self.successor {
             Ok(world) => *world,
             Err(unbuilt) => unbuilt.build(parent),
+        }
+    }
+
+    /// The successor as the parts of `parent` it replaces (see [`Delta`]).
+    pub(crate) fn into_delta(self, parent: &World<P>) -> Delta<P> {
+        match self.successor {
+            Ok(world) => Delta::whole(*world),
+            Err(unbuilt) => unbuilt.delta(parent),
         }
     }
 }
