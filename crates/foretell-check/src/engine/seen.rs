@@ -126,7 +126,7 @@ pub(crate) struct Keyed<P: Protocol> {
 }
 
 impl<P: Protocol> Keyed<P> {
-    #[inline]
+    #[inline(always)] // once per successor, where a user's crate instantiates the search
     pub(crate) fn new(sim: Simulator<'_, P>, mut successor: Successor<'_, P>) -> Self {
         let (ordinal, violation) = (successor.ordinal, successor.violation.take());
         match sim.model().symmetry_ref() {
