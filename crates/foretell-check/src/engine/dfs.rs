@@ -14,7 +14,7 @@
 //! world reached again by a shorter path, so that every world within the bound is explored —
 //! the bounded answer does not depend on the order in which paths were tried.
 
-use super::seen::{key_of, keyed_successors, lock, Seen, Visit};
+use super::seen::{key_of, keyed_successors, lock, Keyed, Seen, Visit};
 use crate::exploration::{Exploration, Found, Tally};
 use crate::Report;
 use crossbeam_deque::{Steal, Stealer, Worker as Deque};
@@ -142,14 +142,13 @@ fn work<P: Protocol>(
 ) {
     let exp = shared.exp;
     let sim: Simulator<'_, P> = exp.sim;
-    let bits = exp.options.fingerprint_bits;
     let mut poll = Poll::default();
     let mut keyed = Vec::new();
     loop {
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        let Some((world, path)) = deque.pop().or_else(|| steal(shared, index)) else {
+        let Some((mut world, path)) = deque.pop().or_else(|| steal(shared, index)) else {
             if shared.pending.load(Ordering::Acquire) == 0 {
                 return;
             }
@@ -163,38 +162,18 @@ fn work<P: Protocol>(
             continue;
         }
         let before = tally.unique;
-        let mut found = None;
-        let push = |item: Item<P>| {
-            // Counted before it can be stolen, so that `pending` never drops to zero early.
-            shared.pending.fetch_add(1, Ordering::AcqRel);
-            deque.push(item);
-        };
-        keyed_successors(sim, &world, &shared.seen, &mut keyed);
-        for mut s in keyed.drain(..) {
-            tally.transitions += 1;
-            if let Some(violation) = s.violation.take() {
-                found = Some((path.child(s.ordinal), *violation));
-                break;
+        let found = expand(shared, &mut world, depth, &mut keyed, tally, |s, new, world, tally| {
+            let child = path.child(s.ordinal);
+            let next = s.into_world(world);
+            let violation = if new { tally.examine(sim, &next, depth as usize + 1, None) } else { None };
+            if violation.is_none() {
+                // Counted before it can be stolen, so that `pending` never drops to zero early.
+                shared.pending.fetch_add(1, Ordering::AcqRel);
+                deque.push((next, child));
             }
-            match shared.seen.visit(s.key, bits, depth + 1) {
-                Visit::Seen => {}
-                Visit::Reopened => {
-                    let child = path.child(s.ordinal);
-                    push((s.into_world(&world), child));
-                }
-                Visit::New => {
-                    let child = path.child(s.ordinal);
-                    let next = s.into_world(&world);
-                    match tally.examine(sim, &next, depth as usize + 1, None) {
-                        Some(v) => {
-                            found = Some((child, v));
-                            break;
-                        }
-                        None => push((next, child)),
-                    }
-                }
-            }
-        }
+            violation
+        });
+        let found = found.map(|(ordinal, violation)| (path.child(ordinal), violation));
         shared.pending.fetch_sub(1, Ordering::AcqRel);
         if let Some(found) = found {
             lock(&shared.found).get_or_insert(found);
@@ -216,7 +195,6 @@ fn work<P: Protocol>(
 fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally: &mut Tally) {
     let exp = shared.exp;
     let sim: Simulator<'_, P> = exp.sim;
-    let bits = exp.options.fingerprint_bits;
     let mut poll = Poll::default();
     let mut keyed = Vec::new();
     // Pending successors: (depth, ordinal, delta from the parent they were found in).
@@ -232,35 +210,25 @@ fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally
                 return;
             }
             let before = tally.unique;
-            let mut found = None;
-            if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
+            let found = if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
                 exp.note_depth_cut();
+                None
             } else {
-                keyed_successors(sim, &world, &shared.seen, &mut keyed);
-                for mut s in keyed.drain(..) {
-                    tally.transitions += 1;
-                    if let Some(violation) = s.violation.take() {
-                        found = Some((s.ordinal, *violation));
-                        break;
-                    }
-                    let visit = shared.seen.visit(s.key, bits, depth + 1);
-                    if matches!(visit, Visit::Seen) {
-                        continue;
-                    }
+                expand(shared, &mut world, depth, &mut keyed, tally, |s, new, world, tally| {
                     let ordinal = s.ordinal;
-                    let mut delta = s.into_delta(&world);
-                    if matches!(visit, Visit::New) {
-                        delta.swap(&mut world);
-                        let violation = tally.examine(sim, &world, depth as usize + 1, None);
-                        delta.swap(&mut world);
-                        if let Some(v) = violation {
-                            found = Some((ordinal, v));
-                            break;
-                        }
+                    let mut delta = s.into_delta(world);
+                    let mut violation = None;
+                    if new {
+                        delta.swap(world);
+                        violation = tally.examine(sim, world, depth as usize + 1, None);
+                        delta.swap(world);
                     }
-                    pending.push((depth + 1, ordinal, delta));
-                }
-            }
+                    if violation.is_none() {
+                        pending.push((depth + 1, ordinal, delta));
+                    }
+                    violation
+                })
+            };
             if let Some((ordinal, violation)) = found {
                 let ordinals = steps.iter().map(|(o, _)| *o).chain([ordinal]).collect();
                 let path = Path::of(root, ordinals);
@@ -284,6 +252,38 @@ fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally
             depth = next_depth;
         }
     }
+}
+
+/// Looks every successor of `world` (at `depth`) up in the visited set, counting transitions,
+/// and hands each one not seen before to `fresh`, saying whether it is new (else re-opened under
+/// a depth bound); `fresh` examines it if new and keeps it. The first violation ends the
+/// expansion, with the ordinal of its successor: a step's own, or one `fresh` returns.
+fn expand<P: Protocol>(
+    shared: &Shared<'_, '_, '_, P>,
+    world: &mut World<P>,
+    depth: u32,
+    keyed: &mut Vec<Keyed<P>>,
+    tally: &mut Tally,
+    mut fresh: impl FnMut(Keyed<P>, bool, &mut World<P>, &mut Tally) -> Option<StepViolation>,
+) -> Option<(u32, StepViolation)> {
+    let bits = shared.exp.options.fingerprint_bits;
+    keyed_successors(shared.exp.sim, world, &shared.seen, keyed);
+    for mut s in keyed.drain(..) {
+        tally.transitions += 1;
+        let ordinal = s.ordinal;
+        if let Some(violation) = s.violation.take() {
+            return Some((ordinal, *violation));
+        }
+        let new = match shared.seen.visit(s.key, bits, depth + 1) {
+            Visit::Seen => continue,
+            Visit::Reopened => false,
+            Visit::New => true,
+        };
+        if let Some(violation) = fresh(s, new, world, tally) {
+            return Some((ordinal, violation));
+        }
+    }
+    None
 }
 
 /// When a worker polls the search's bounds, the interrupt and progress: every 256 worlds it
