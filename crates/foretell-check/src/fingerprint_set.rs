@@ -40,8 +40,8 @@
 //!   double hashing, `h1 + i·h2 mod m` with `h2` odd, which Kirsch and Mitzenmacher ("Less
 //!   hashing, same performance", ESA 2006) show costs nothing in false-positive rate.
 
+use crate::zeroed_pages::ZeroedPages;
 use foretell_model::prefetch;
-use std::alloc::Layout;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Mutex, PoisonError};
@@ -351,49 +351,41 @@ impl Key for u32 {
     }
 }
 
-/// Zeroed, cache-line-aligned memory for a table's buckets, which can be handed back to the
-/// system while it stays addressable ([`Region::release`]).
+/// A table's buckets, zeroed ([`ZeroedPages`]: on large pages where the system has them), which
+/// can be handed back to the system while they stay addressable ([`Region::release`]).
 struct Region {
-    buckets: *const Bucket,
+    pages: ZeroedPages,
     len: usize,
 }
-
-// SAFETY: a region is memory of atomic words, which any thread may read and write.
-unsafe impl Send for Region {}
-// SAFETY: as above.
-unsafe impl Sync for Region {}
 
 impl Region {
     /// `len` zeroed buckets.
     fn zeroed(len: usize) -> Region {
-        let layout = Self::layout(len);
-        // SAFETY: the layout is not empty (a table has at least one bucket).
-        let buckets = unsafe { std::alloc::alloc_zeroed(layout) };
-        if buckets.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        Region { buckets: buckets.cast(), len }
-    }
-
-    fn layout(len: usize) -> Layout {
-        Layout::array::<Bucket>(len).and_then(|l| l.align_to(64)).expect("a table's size is a valid layout")
+        let bytes =
+            len.checked_mul(std::mem::size_of::<Bucket>()).expect("a table fits in the address space");
+        Region { pages: ZeroedPages::new(bytes), len }
     }
 
     /// Bucket `index`.
     #[inline(always)]
     fn bucket(&self, index: usize) -> &Bucket {
         debug_assert!(index < self.len);
-        // SAFETY: `index` is in bounds, and the memory lives as long as `self`.
-        unsafe { &*self.buckets.add(index) }
+        // SAFETY: `index` is in bounds, the block is aligned for buckets, and its memory lives
+        // as long as `self`.
+        unsafe { &*self.buckets().add(index) }
+    }
+
+    fn buckets(&self) -> *const Bucket {
+        self.pages.as_ptr().cast_const().cast()
     }
 
     /// Where bucket `index` is, for a prefetch (which may name any address).
     fn address(&self, index: usize) -> *const Bucket {
-        self.buckets.wrapping_add(index)
+        self.buckets().wrapping_add(index)
     }
 
     fn bytes(&self) -> u64 {
-        Self::layout(self.len).size() as u64
+        self.pages.len() as u64
     }
 
     /// Gives the region's whole pages back to the system while keeping them addressable: a
@@ -401,27 +393,7 @@ impl Region {
     /// zeros (empty slots) or the old contents, which were all inserted. Either answer is safe
     /// (see [`Table`]).
     fn release(&self) {
-        #[cfg(unix)]
-        {
-            // SAFETY: `sysconf` only reads a constant of the system.
-            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
-            let start = self.buckets as usize;
-            let first = start.next_multiple_of(page);
-            let end = (start + self.bytes() as usize) / page * page;
-            if end > first {
-                // SAFETY: the pages lie inside this region's live allocation, which no one
-                // writes any more; `MADV_DONTNEED` makes private anonymous pages read as zeros
-                // from now on (and the allocator assumes nothing of a live block's contents).
-                unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
-            }
-        }
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        // SAFETY: allocated by `zeroed` with this layout, and nothing refers to it any more.
-        unsafe { std::alloc::dealloc(self.buckets.cast_mut().cast(), Self::layout(self.len)) };
+        self.pages.release();
     }
 }
 
@@ -746,8 +718,8 @@ impl<K: Key> Sharded<K> {
 
 /// A Bloom filter of `AtomicU64` words.
 struct Bloom {
-    /// The filter's `m` bits, a power of two of them.
-    words: Box<[AtomicU64]>,
+    /// The filter's `m` bits, a power of two of them, in words ([`ZeroedPages::words`]).
+    words: ZeroedPages,
     /// `m - 1`.
     mask: u64,
     /// Bits per state, `k`.
@@ -774,7 +746,8 @@ impl Bloom {
         assert!((1..=16).contains(&hashes), "bitstate hashing takes 1 to 16 hashes, not {hashes}");
         let bits = bytes.saturating_mul(8).max(64);
         let bits = 1u64 << (63 - bits.leading_zeros());
-        let words = (0..bits / 64).map(|_| AtomicU64::new(0)).collect();
+        let bytes = usize::try_from(bits / 8).expect("a Bloom filter fits in the address space");
+        let words = ZeroedPages::new(bytes);
         let stripes = (0..SHARDS).map(|_| Stripe::default()).collect();
         Bloom { words, mask: bits - 1, hashes, stripes }
     }
@@ -796,7 +769,7 @@ impl Bloom {
     #[inline]
     fn prefetch(&self, fp: u64) {
         for position in self.positions(fp) {
-            prefetch(&self.words[(position >> 6) as usize]);
+            prefetch(&self.words.words()[(position >> 6) as usize]);
         }
     }
 
@@ -806,7 +779,7 @@ impl Bloom {
     fn insert(&self, fp: u64) -> bool {
         let mut fresh = 0;
         for position in self.positions(fp) {
-            let word = &self.words[(position >> 6) as usize];
+            let word = &self.words.words()[(position >> 6) as usize];
             let bit = 1 << (position & 63);
             if word.load(Relaxed) & bit == 0 && word.fetch_or(bit, Relaxed) & bit == 0 {
                 fresh += 1;
@@ -829,7 +802,7 @@ impl Bloom {
         let (h1, h2, mask) = (fp, fp.rotate_left(32) | 1, self.mask);
         for i in 0..u64::from(self.hashes) {
             let position = h1.wrapping_add(i.wrapping_mul(h2)) & mask;
-            let word = self.words[(position >> 6) as usize].get_mut();
+            let word = self.words.words_mut()[(position >> 6) as usize].get_mut();
             let bit = 1 << (position & 63);
             fresh += u64::from(*word & bit == 0);
             *word |= bit;
@@ -846,8 +819,9 @@ impl Bloom {
     /// [`FingerprintSet::contains`].
     #[cfg(test)]
     fn contains(&self, fp: u64) -> bool {
-        self.positions(fp)
-            .all(|position| self.words[(position >> 6) as usize].load(Relaxed) & (1 << (position & 63)) != 0)
+        self.positions(fp).all(|position| {
+            self.words.words()[(position >> 6) as usize].load(Relaxed) & (1 << (position & 63)) != 0
+        })
     }
 
     /// [`FingerprintSet::len`].
@@ -857,7 +831,7 @@ impl Bloom {
 
     /// [`FingerprintSet::bytes`]: fixed.
     fn bytes(&self) -> u64 {
-        (std::mem::size_of_val(&*self.words) + std::mem::size_of_val(&*self.stripes)) as u64
+        (self.words.len() + std::mem::size_of_val(&*self.stripes)) as u64
     }
 
     /// [`FingerprintSet::omission`].

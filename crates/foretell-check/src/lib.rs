@@ -38,6 +38,7 @@ mod lmc;
 mod memory;
 mod options;
 mod report;
+mod zeroed_pages;
 
 pub use check::Check;
 pub use dyn_model::{DynModel, ModelSummary, PropertySummary, ReplaySummary};

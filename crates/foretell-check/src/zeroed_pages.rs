@@ -1,0 +1,199 @@
+//! Zeroed memory for the visited set's tables and Bloom filters, on large pages where the
+//! system offers them.
+//!
+//! A visited set is read at a random place per successor, so a table of many 4 KiB pages costs a
+//! TLB miss, and a page walk, on nearly every lookup once it outgrows the TLB's reach (a few
+//! MiB). On Linux a block of at least [`LARGE_PAGE`] bytes is mapped on its own, aligned to a
+//! large page, and offered to transparent huge pages (`MADV_HUGEPAGE`, which takes effect when
+//! `/sys/kernel/mm/transparent_hugepage/enabled` says `madvise` or `always`), so that one TLB
+//! entry covers 2 MiB of it. Fresh anonymous pages read as zeros, so nothing is written until a
+//! slot is used. Smaller blocks, and other systems, come from the global allocator.
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::atomic::AtomicU64;
+
+/// The size and alignment of a large page (x86-64 and AArch64 with 4 KiB base pages): blocks
+/// of at least this many bytes are mapped on their own.
+const LARGE_PAGE: usize = 2 << 20;
+
+/// A block of zeroed bytes, aligned to at least a cache line, that can be handed back to the
+/// system while it stays addressable ([`ZeroedPages::release`]).
+pub(crate) struct ZeroedPages {
+    start: NonNull<u8>,
+    layout: Layout,
+    mapped: bool,
+}
+
+// SAFETY: the block is plain memory owned by this value; what is stored in it, and how threads
+// share it, is its users' business (they store atomics).
+unsafe impl Send for ZeroedPages {}
+// SAFETY: as above.
+unsafe impl Sync for ZeroedPages {}
+
+impl ZeroedPages {
+    /// `bytes` zeroed bytes (at least 1), aligned to 64.
+    pub(crate) fn new(bytes: usize) -> Self {
+        let layout = Layout::from_size_align(bytes.max(1), 64).expect("a block's size is a valid layout");
+        if let Some(start) = Self::map(layout) {
+            return ZeroedPages { start, layout, mapped: true };
+        }
+        // SAFETY: the layout is not empty.
+        let start = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(start) = NonNull::new(start) else {
+            std::alloc::handle_alloc_error(layout);
+        };
+        ZeroedPages { start, layout, mapped: false }
+    }
+
+    /// A mapping of its own, aligned to a large page and offered to transparent huge pages, for
+    /// a block of at least [`LARGE_PAGE`] bytes on Linux; `None` otherwise.
+    #[cfg(target_os = "linux")]
+    fn map(layout: Layout) -> Option<NonNull<u8>> {
+        if layout.size() < LARGE_PAGE {
+            return None;
+        }
+        let bytes = layout.size().next_multiple_of(LARGE_PAGE);
+        let reserved = bytes + LARGE_PAGE;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                reserved,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            std::alloc::handle_alloc_error(layout);
+        }
+        let raw = raw as usize;
+        let start = raw.next_multiple_of(LARGE_PAGE);
+        let (head, tail) = (start - raw, raw + reserved - (start + bytes));
+        // SAFETY: the head and tail lie inside the mapping just made, outside the aligned block
+        // kept; unmapping them leaves the block whole. The advice only concerns the block.
+        unsafe {
+            if head > 0 {
+                libc::munmap(raw as *mut libc::c_void, head);
+            }
+            if tail > 0 {
+                libc::munmap((start + bytes) as *mut libc::c_void, tail);
+            }
+            libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+        }
+        NonNull::new(start as *mut u8)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn map(_: Layout) -> Option<NonNull<u8>> {
+        None
+    }
+
+    /// The first byte.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.start.as_ptr()
+    }
+
+    /// The block as atomic words (all-zero bytes are a valid word).
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        // SAFETY: the block is aligned to 64, holds `len / 8` whole words, is initialized (to
+        // zeros, then by atomic stores only), and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.start.as_ptr().cast(), self.len() / 8) }
+    }
+
+    /// [`ZeroedPages::words`], for their one owner.
+    #[cfg(test)]
+    pub(crate) fn words_mut(&mut self) -> &mut [AtomicU64] {
+        // SAFETY: as in `words`, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.start.as_ptr().cast(), self.len() / 8) }
+    }
+
+    /// The block's size in bytes, as asked for.
+    pub(crate) fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// Gives the block's whole pages back to the system while keeping them addressable: from
+    /// then on they read as zeros (or, for a reader already on its way, the old contents).
+    pub(crate) fn release(&self) {
+        #[cfg(unix)]
+        {
+            // SAFETY: `sysconf` only reads a constant of the system.
+            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+            let start = self.start.as_ptr() as usize;
+            let first = start.next_multiple_of(page);
+            let end = (start + self.len()) / page * page;
+            if end > first {
+                // SAFETY: the pages lie inside this block, whose owner writes it no more;
+                // `MADV_DONTNEED` makes private anonymous pages read as zeros from now on (and
+                // the allocator assumes nothing of a live block's contents).
+                unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
+            }
+        }
+    }
+}
+
+impl Drop for ZeroedPages {
+    fn drop(&mut self) {
+        if self.mapped {
+            self.unmap();
+        } else {
+            // SAFETY: allocated by the global allocator with this layout, and no longer
+            // referred to.
+            unsafe { std::alloc::dealloc(self.start.as_ptr(), self.layout) };
+        }
+    }
+}
+
+impl ZeroedPages {
+    #[cfg(target_os = "linux")]
+    fn unmap(&self) {
+        // SAFETY: mapped by `map` with this length, rounded as it rounded it, and no longer
+        // referred to.
+        unsafe { libc::munmap(self.start.as_ptr().cast(), self.layout.size().next_multiple_of(LARGE_PAGE)) };
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn unmap(&self) {
+        unreachable!("only Linux maps blocks of their own")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_of_either_kind_are_zeroed_writable_and_aligned() {
+        for bytes in [1, 64, 4096, LARGE_PAGE - 64, LARGE_PAGE, 3 * LARGE_PAGE + 64] {
+            let block = ZeroedPages::new(bytes);
+            assert_eq!(block.len(), bytes);
+            assert_eq!(block.as_ptr() as usize % 64, 0, "{bytes} bytes");
+            if bytes >= LARGE_PAGE && cfg!(target_os = "linux") {
+                assert_eq!(block.as_ptr() as usize % LARGE_PAGE, 0, "{bytes} bytes");
+            }
+            // SAFETY: the block holds `bytes` bytes.
+            let slice = unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), bytes) };
+            assert!(slice.iter().all(|&b| b == 0), "{bytes} bytes start zeroed");
+            slice.fill(7);
+            assert_eq!(slice[bytes - 1], 7);
+        }
+    }
+
+    #[test]
+    fn a_released_block_reads_as_zeros_and_stays_addressable() {
+        let bytes = LARGE_PAGE + 8192;
+        let block = ZeroedPages::new(bytes);
+        // SAFETY: the block holds `bytes` bytes.
+        unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), bytes) }.fill(1);
+        block.release();
+        // SAFETY: as above; a released block stays mapped.
+        let slice = unsafe { std::slice::from_raw_parts(block.as_ptr(), bytes) };
+        assert!(slice.iter().all(|&b| b == 0 || b == 1));
+        if cfg!(unix) {
+            assert_eq!(slice[4096], 0, "whole pages are given back");
+        }
+    }
+}
