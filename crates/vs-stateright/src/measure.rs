@@ -1,8 +1,7 @@
 //! One measured check: a model of one of the three families, in one tool, with one engine and
 //! thread count, timed by the wall clock around the check call alone.
 
-use foretell_check::Check;
-use foretell_model::Protocol;
+use foretell_check::{CheckOptions, EngineKind};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::hash::Hash;
@@ -157,30 +156,27 @@ fn run_hand_written(spec: Spec) -> Measurement {
     Measurement { states: outcome.states, seconds, peak_rss_bytes: None }
 }
 
+/// foretell as its command runs a check: the registered system, built with the family's size
+/// parameter and checked through its [`foretell_check::DynModel`], whose search is compiled
+/// with the systems crate (as for `foretell check`) rather than in this crate.
 fn run_foretell(spec: Spec, engine: Engine, threads: usize) -> Measurement {
-    use foretell_systems::{actor_paxos, paxos_tla, two_phase_commit};
-    match spec.family {
-        Family::TwoPhase => check_foretell(&two_phase_commit::model(spec.size, false), engine, threads),
-        Family::PaxosTla => {
-            let config = paxos_tla::Config { ballots: spec.size, ..paxos_tla::Config::default() };
-            check_foretell(&paxos_tla::model(&config), engine, threads)
-        }
-        Family::ActorPaxos => check_foretell(&actor_paxos::model(spec.size), engine, threads),
-    }
-}
-
-fn check_foretell<P: Protocol>(
-    model: &foretell_model::Model<P>,
-    engine: Engine,
-    threads: usize,
-) -> Measurement {
-    let check = match engine {
-        Engine::Bfs => Check::bfs(model),
-        Engine::Dfs => Check::dfs(model),
-    }
-    .threads(threads);
+    let (name, parameter) = match spec.family {
+        Family::TwoPhase => ("two-phase-commit", "rms"),
+        Family::PaxosTla => ("paxos-tla", "ballots"),
+        Family::ActorPaxos => ("stateright-paxos", "clients"),
+    };
+    let system = foretell_systems::find(name).expect("the benchmark's systems are registered");
+    let settings = system
+        .settings(None, &[(parameter.to_string(), spec.size.to_string())])
+        .unwrap_or_else(|e| panic!("{name} with {parameter}={}: {e}", spec.size));
+    let model = system.build_model(&settings).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let engine = match engine {
+        Engine::Bfs => EngineKind::Bfs,
+        Engine::Dfs => EngineKind::Dfs,
+    };
+    let options = CheckOptions { engine, threads, ..CheckOptions::default() };
     let start = Instant::now();
-    let report = check.run();
+    let report = model.check(&options).unwrap_or_else(|e| panic!("{name} does not validate: {e}"));
     let seconds = start.elapsed().as_secs_f64();
     assert!(report.completion.is_complete(), "foretell did not finish: {:?}", report.completion);
     Measurement { states: report.stats.unique_states, seconds, peak_rss_bytes: None }
