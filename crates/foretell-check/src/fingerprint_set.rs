@@ -355,7 +355,6 @@ impl Key for u32 {
 /// can be handed back to the system while they stay addressable ([`Region::release`]).
 struct Region {
     pages: ZeroedPages,
-    len: usize,
 }
 
 impl Region {
@@ -363,13 +362,13 @@ impl Region {
     fn zeroed(len: usize) -> Region {
         let bytes =
             len.checked_mul(std::mem::size_of::<Bucket>()).expect("a table fits in the address space");
-        Region { pages: ZeroedPages::new(bytes), len }
+        Region { pages: ZeroedPages::new(bytes) }
     }
 
     /// Bucket `index`.
     #[inline(always)]
     fn bucket(&self, index: usize) -> &Bucket {
-        debug_assert!(index < self.len);
+        debug_assert!(index < self.pages.len() / std::mem::size_of::<Bucket>());
         // SAFETY: `index` is in bounds, the block is aligned for buckets, and its memory lives
         // as long as `self`.
         unsafe { &*self.buckets().add(index) }

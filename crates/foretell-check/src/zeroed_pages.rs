@@ -91,6 +91,18 @@ impl ZeroedPages {
         None
     }
 
+    #[cfg(target_os = "linux")]
+    fn unmap(&self) {
+        // SAFETY: mapped by `map` with this length, rounded as it rounded it, and no longer
+        // referred to.
+        unsafe { libc::munmap(self.start.as_ptr().cast(), self.layout.size().next_multiple_of(LARGE_PAGE)) };
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn unmap(&self) {
+        unreachable!("only Linux maps blocks of their own")
+    }
+
     /// The first byte.
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.start.as_ptr()
@@ -144,20 +156,6 @@ impl Drop for ZeroedPages {
             // referred to.
             unsafe { std::alloc::dealloc(self.start.as_ptr(), self.layout) };
         }
-    }
-}
-
-impl ZeroedPages {
-    #[cfg(target_os = "linux")]
-    fn unmap(&self) {
-        // SAFETY: mapped by `map` with this length, rounded as it rounded it, and no longer
-        // referred to.
-        unsafe { libc::munmap(self.start.as_ptr().cast(), self.layout.size().next_multiple_of(LARGE_PAGE)) };
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn unmap(&self) {
-        unreachable!("only Linux maps blocks of their own")
     }
 }
 
