@@ -173,10 +173,8 @@ impl<M: Serialize> NetworkEdit<M> {
 impl<P: Protocol> Change<P> {
     fn apply(mut self, parent: &World<P>) -> World<P> {
         let mut nodes = parent.nodes.clone();
-        if let Some(HandlerStep { node, ran, .. }) = &self.step {
-            if let Some(slot) = &ran.slot {
-                nodes[*node as usize] = Arc::clone(slot);
-            }
+        if let Some((node, slot)) = self.next_slot() {
+            nodes[node as usize] = Arc::clone(slot);
         }
         let network = match self.next_network(&parent.network) {
             Some(network) => Arc::new(network),
@@ -191,8 +189,14 @@ impl<P: Protocol> Change<P> {
     /// The change as the parts of `parent` it replaces.
     fn delta(mut self, parent: &World<P>) -> Delta<P> {
         let network = self.next_network(&parent.network).map(Arc::new);
-        let node = self.step.and_then(|step| Some((step.node, Arc::clone(step.ran.slot.as_ref()?))));
+        let node = self.next_slot().map(|(node, slot)| (node, Arc::clone(slot)));
         Delta::changed(self.fingerprint, node, network, self.rest.map(|rest| *rest))
+    }
+
+    /// The acting node's index and its next slot, where the handler changed it.
+    fn next_slot(&self) -> Option<(u32, &Arc<NodeSlot<P>>)> {
+        let step = self.step.as_ref()?;
+        Some((step.node, step.ran.slot.as_ref()?))
     }
 
     /// The network after the step, if it changes `parent`'s: the event's own edit, then the
