@@ -767,8 +767,9 @@ impl Bloom {
     /// [`FingerprintSet::prefetch`]: the words of `fp`'s bits.
     #[inline]
     fn prefetch(&self, fp: u64) {
+        let words = self.words.words();
         for position in self.positions(fp) {
-            prefetch(&self.words.words()[(position >> 6) as usize]);
+            prefetch(&words[(position >> 6) as usize]);
         }
     }
 
@@ -776,9 +777,9 @@ impl Bloom {
     /// a seen state writes nothing.
     #[inline]
     fn insert(&self, fp: u64) -> bool {
-        let mut fresh = 0;
+        let (words, mut fresh) = (self.words.words(), 0);
         for position in self.positions(fp) {
-            let word = &self.words.words()[(position >> 6) as usize];
+            let word = &words[(position >> 6) as usize];
             let bit = 1 << (position & 63);
             if word.load(Relaxed) & bit == 0 && word.fetch_or(bit, Relaxed) & bit == 0 {
                 fresh += 1;
@@ -799,9 +800,10 @@ impl Bloom {
     fn insert_mut(&mut self, fp: u64) -> bool {
         let mut fresh = 0;
         let (h1, h2, mask) = (fp, fp.rotate_left(32) | 1, self.mask);
+        let words = self.words.words_mut();
         for i in 0..u64::from(self.hashes) {
             let position = h1.wrapping_add(i.wrapping_mul(h2)) & mask;
-            let word = self.words.words_mut()[(position >> 6) as usize].get_mut();
+            let word = words[(position >> 6) as usize].get_mut();
             let bit = 1 << (position & 63);
             fresh += u64::from(*word & bit == 0);
             *word |= bit;
@@ -818,9 +820,9 @@ impl Bloom {
     /// [`FingerprintSet::contains`].
     #[cfg(test)]
     fn contains(&self, fp: u64) -> bool {
-        self.positions(fp).all(|position| {
-            self.words.words()[(position >> 6) as usize].load(Relaxed) & (1 << (position & 63)) != 0
-        })
+        let words = self.words.words();
+        self.positions(fp)
+            .all(|position| words[(position >> 6) as usize].load(Relaxed) & (1 << (position & 63)) != 0)
     }
 
     /// [`FingerprintSet::len`].

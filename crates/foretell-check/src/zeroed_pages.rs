@@ -47,7 +47,8 @@ impl ZeroedPages {
     }
 
     /// A mapping of its own, aligned to a large page and offered to transparent huge pages, for
-    /// a block of at least [`LARGE_PAGE`] bytes on Linux; `None` otherwise.
+    /// a block of at least [`LARGE_PAGE`] bytes on Linux; `None` otherwise, or if the system
+    /// refuses the mapping.
     #[cfg(target_os = "linux")]
     fn map(layout: Layout) -> Option<NonNull<u8>> {
         if layout.size() < LARGE_PAGE {
@@ -67,7 +68,7 @@ impl ZeroedPages {
             )
         };
         if raw == libc::MAP_FAILED {
-            std::alloc::handle_alloc_error(layout);
+            return None; // the global allocator has its say, and its own failure handling
         }
         let raw = raw as usize;
         let start = raw.next_multiple_of(LARGE_PAGE);
