@@ -738,6 +738,12 @@ struct Stripe {
     bits: AtomicU64,
 }
 
+/// [`Bloom::positions`] of a filter with `mask` and `hashes`, without borrowing it.
+fn bit_positions(fp: u64, mask: u64, hashes: u32) -> impl Iterator<Item = u64> {
+    let (h1, h2) = (fp, fp.rotate_left(32) | 1);
+    (0..u64::from(hashes)).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) & mask)
+}
+
 impl Bloom {
     /// An empty filter of `bytes` bytes (rounded down to a power of two, at least 8) and
     /// `hashes` bits per state.
@@ -755,8 +761,7 @@ impl Bloom {
     /// halves swapped, made odd so that the positions are distinct. For filters up to `2^32`
     /// bits (512 MiB) the two draw on disjoint fingerprint bits.
     fn positions(&self, fp: u64) -> impl Iterator<Item = u64> {
-        let (h1, h2, mask) = (fp, fp.rotate_left(32) | 1, self.mask);
-        (0..u64::from(self.hashes)).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) & mask)
+        bit_positions(fp, self.mask, self.hashes)
     }
 
     /// The counters `fp` updates.
@@ -799,10 +804,9 @@ impl Bloom {
     #[inline]
     fn insert_mut(&mut self, fp: u64) -> bool {
         let mut fresh = 0;
-        let (h1, h2, mask) = (fp, fp.rotate_left(32) | 1, self.mask);
+        let positions = bit_positions(fp, self.mask, self.hashes);
         let words = self.words.words_mut();
-        for i in 0..u64::from(self.hashes) {
-            let position = h1.wrapping_add(i.wrapping_mul(h2)) & mask;
+        for position in positions {
             let word = words[(position >> 6) as usize].get_mut();
             let bit = 1 << (position & 63);
             fresh += u64::from(*word & bit == 0);
