@@ -738,10 +738,17 @@ struct Stripe {
     bits: AtomicU64,
 }
 
-/// [`Bloom::positions`] of a filter with `mask` and `hashes`, without borrowing it.
-fn bit_positions(fp: u64, mask: u64, hashes: u32) -> impl Iterator<Item = u64> {
+/// The `k = hashes` bits of `fp` in a filter of `mask + 1` bits, each as (word index, bit in
+/// the word): positions `h1 + i·h2 mod m`, with `h1` the fingerprint and `h2` its halves
+/// swapped, made odd so that the positions are distinct. For filters up to `2^32` bits (512
+/// MiB) the two draw on disjoint fingerprint bits. A free function, not a method, so that an
+/// owner may hold the filter's words mutably while it iterates.
+fn filter_bits(fp: u64, mask: u64, hashes: u32) -> impl Iterator<Item = (usize, u64)> {
     let (h1, h2) = (fp, fp.rotate_left(32) | 1);
-    (0..u64::from(hashes)).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) & mask)
+    (0..u64::from(hashes)).map(move |i| {
+        let position = h1.wrapping_add(i.wrapping_mul(h2)) & mask;
+        ((position >> 6) as usize, 1 << (position & 63))
+    })
 }
 
 impl Bloom {
@@ -757,11 +764,9 @@ impl Bloom {
         Bloom { words, mask: bits - 1, hashes, stripes }
     }
 
-    /// The `k` bit positions of `fp`: `h1 + i·h2 mod m`, with `h1` the fingerprint and `h2` its
-    /// halves swapped, made odd so that the positions are distinct. For filters up to `2^32`
-    /// bits (512 MiB) the two draw on disjoint fingerprint bits.
-    fn positions(&self, fp: u64) -> impl Iterator<Item = u64> {
-        bit_positions(fp, self.mask, self.hashes)
+    /// [`filter_bits`] of `fp` in this filter.
+    fn bits(&self, fp: u64) -> impl Iterator<Item = (usize, u64)> {
+        filter_bits(fp, self.mask, self.hashes)
     }
 
     /// The counters `fp` updates.
@@ -773,8 +778,8 @@ impl Bloom {
     #[inline]
     fn prefetch(&self, fp: u64) {
         let words = self.words.words();
-        for position in self.positions(fp) {
-            prefetch(&words[(position >> 6) as usize]);
+        for (word, _) in self.bits(fp) {
+            prefetch(&words[word]);
         }
     }
 
@@ -783,9 +788,8 @@ impl Bloom {
     #[inline]
     fn insert(&self, fp: u64) -> bool {
         let (words, mut fresh) = (self.words.words(), 0);
-        for position in self.positions(fp) {
-            let word = &words[(position >> 6) as usize];
-            let bit = 1 << (position & 63);
+        for (word, bit) in self.bits(fp) {
+            let word = &words[word];
             if word.load(Relaxed) & bit == 0 && word.fetch_or(bit, Relaxed) & bit == 0 {
                 fresh += 1;
             }
@@ -804,11 +808,10 @@ impl Bloom {
     #[inline]
     fn insert_mut(&mut self, fp: u64) -> bool {
         let mut fresh = 0;
-        let positions = bit_positions(fp, self.mask, self.hashes);
+        let bits = filter_bits(fp, self.mask, self.hashes);
         let words = self.words.words_mut();
-        for position in positions {
-            let word = words[(position >> 6) as usize].get_mut();
-            let bit = 1 << (position & 63);
+        for (word, bit) in bits {
+            let word = words[word].get_mut();
             fresh += u64::from(*word & bit == 0);
             *word |= bit;
         }
@@ -825,8 +828,7 @@ impl Bloom {
     #[cfg(test)]
     fn contains(&self, fp: u64) -> bool {
         let words = self.words.words();
-        self.positions(fp)
-            .all(|position| words[(position >> 6) as usize].load(Relaxed) & (1 << (position & 63)) != 0)
+        self.bits(fp).all(|(word, bit)| words[word].load(Relaxed) & bit != 0)
     }
 
     /// [`FingerprintSet::len`].
