@@ -159,6 +159,16 @@ fn an_interrupted_run_returns_a_partial_report() {
     assert!(report.violations.is_empty());
 }
 
+/// A time budget longer than the clock can count is no budget: every engine runs to the end.
+#[test]
+fn an_unreachable_time_budget_never_runs_out() {
+    let model = relay(None, None);
+    for check in [Check::bfs(&model), Check::dfs(&model), Check::stateless(&model), Check::lmc(&model)] {
+        let report = check.timeout(std::time::Duration::MAX).run();
+        assert_eq!(report.completion, Completion::Exhausted, "{report}");
+    }
+}
+
 /// A protocol over TCP-like channels: a reset breaks connections, peers see a transport error,
 /// and the monotone clock survives the reset.
 struct Pinger;

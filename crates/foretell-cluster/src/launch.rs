@@ -295,7 +295,8 @@ fn connect(
         index: me as u32,
         digest,
     };
-    let deadline = Instant::now() + config.connect_timeout;
+    // A timeout too long for the clock to represent never runs out.
+    let deadline = Instant::now().checked_add(config.connect_timeout);
     let listener = TcpListener::bind(&addresses[me]).map_err(|e| {
         ClusterError::Network(format!("process {me} cannot listen on {}: {e}", addresses[me]))
     })?;
@@ -324,7 +325,7 @@ fn connect(
                 sockets[index] = Some(stream);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
+                if passed(deadline) {
                     let missing: Vec<String> = (me + 1..config.processes)
                         .filter(|&i| sockets[i].is_none())
                         .map(|i| i.to_string())
@@ -343,8 +344,13 @@ fn connect(
     Ok(sockets)
 }
 
+/// Whether `deadline` (none: never) has passed.
+fn passed(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
 /// Connects to `address`, retrying until `deadline` (the peer may not have started yet).
-fn connect_to(address: &str, deadline: Instant) -> Result<TcpStream, ClusterError> {
+fn connect_to(address: &str, deadline: Option<Instant>) -> Result<TcpStream, ClusterError> {
     let resolved: Vec<_> = address
         .to_socket_addrs()
         .map_err(|e| ClusterError::Network(format!("cannot resolve {address}: {e}")))?
@@ -357,7 +363,7 @@ fn connect_to(address: &str, deadline: Instant) -> Result<TcpStream, ClusterErro
                 Err(e) => last = Some(e),
             }
         }
-        if Instant::now() >= deadline {
+        if passed(deadline) {
             let reason = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
             return Err(ClusterError::Network(format!("cannot connect to {address}: {reason}")));
         }
@@ -367,10 +373,11 @@ fn connect_to(address: &str, deadline: Instant) -> Result<TcpStream, ClusterErro
 
 /// Sends this process's hello and reads the peer's, then leaves the socket as timely expects it
 /// (blocking, no read timeout, no Nagle delay).
-fn shake(stream: &mut TcpStream, hello: Hello, deadline: Instant) -> Result<Hello, ClusterError> {
+fn shake(stream: &mut TcpStream, hello: Hello, deadline: Option<Instant>) -> Result<Hello, ClusterError> {
     let io = |e: std::io::Error| ClusterError::Network(format!("handshake: {e}"));
-    let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
-    stream.set_read_timeout(Some(remaining)).map_err(io)?;
+    let remaining =
+        deadline.map(|d| d.saturating_duration_since(Instant::now()).max(Duration::from_millis(100)));
+    stream.set_read_timeout(remaining).map_err(io)?;
     stream.write_all(&hello.encode()).map_err(io)?;
     let mut bytes = [0u8; HELLO_BYTES];
     stream.read_exact(&mut bytes).map_err(io)?;
@@ -401,5 +408,26 @@ mod tests {
         let mut future = theirs.encode();
         future[8] = 9;
         assert!(matches!(Hello::decode(&future), Err(ClusterError::Mismatch(_))));
+    }
+
+    /// A connect timeout too long for the clock is no timeout: two processes on loopback still
+    /// connect and shake hands.
+    #[test]
+    fn an_endless_connect_timeout_still_connects() {
+        let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+        let addresses = vec![free(), free()];
+        let config = |process_index| ClusterConfig {
+            processes: 2,
+            process_index,
+            connect_timeout: Duration::MAX,
+            ..ClusterConfig::default()
+        };
+        let accepting = std::thread::spawn({
+            let addresses = addresses.clone();
+            move || connect(&config(0), &addresses, 42).map(|sockets| sockets[1].is_some())
+        });
+        let connecting = connect(&config(1), &addresses, 42).expect("process 1 connects");
+        assert!(connecting[0].is_some());
+        assert!(accepting.join().unwrap().expect("process 0 accepts"));
     }
 }

@@ -6,6 +6,7 @@ use foretell_check::{
 };
 use foretell_model::Weights;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// foretell: find bugs in distributed systems before their users do.
 #[derive(Debug, Parser)]
@@ -94,8 +95,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
     /// Stop after SECS seconds.
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
     /// Fingerprint bits kept per visited world: 64 (half the memory) or 128.
     #[arg(long, default_value = "64", value_parser = parse_bits)]
     pub fingerprint_bits: FingerprintBits,
@@ -190,8 +191,8 @@ pub struct LivenessArgs {
     #[arg(long)]
     pub ignore_safety: bool,
     /// Stop after SECS seconds.
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
     /// Where to write the trace (default: SYSTEM[-BUG].liveness.json).
     #[arg(long, value_name = "FILE")]
     pub trace_out: Option<PathBuf>,
@@ -249,8 +250,8 @@ pub struct LassoArgs {
     #[arg(long, value_name = "SCENARIO|FILE[:STEPS]")]
     pub from: Option<String>,
     /// Stop after SECS seconds (with a partial report).
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
     /// Where to write the finding's trace (default: SYSTEM[-BUG].lasso.json).
     #[arg(long, value_name = "FILE")]
     pub trace_out: Option<PathBuf>,
@@ -314,6 +315,16 @@ fn parse_assignment(text: &str) -> Result<(String, String), String> {
         Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
         _ => Err(format!("expected NAME=VALUE, got {text:?}")),
     }
+}
+
+/// A positive, finite number of seconds (fractions allowed) that a `Duration` can hold.
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let refuse = || format!("expected a positive number of seconds, got {text:?}");
+    let secs: f64 = text.parse().map_err(|_| refuse())?;
+    if secs.is_nan() || secs <= 0.0 {
+        return Err(refuse());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{text} seconds is longer than a timeout can be"))
 }
 
 fn parse_bits(text: &str) -> Result<FingerprintBits, String> {

@@ -7,9 +7,9 @@
 //! together unless they check the same system with the same settings, and process 0 prints
 //! the merged report and writes the trace. There is no authentication: trusted networks only.
 
-use crate::cli::SystemChoice;
+use crate::cli::{parse_seconds, SystemChoice};
 use crate::commands::{print_violation, progress_bar, show_progress_as, violation_json};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use foretell_check::{CheckOptions, Progress, Report, Violation};
 use foretell_cluster::{ClusterConfig, SwarmReport};
 use foretell_model::SystemRef;
@@ -62,8 +62,8 @@ pub struct ClusterArgs {
     #[arg(long, default_value_t = 2101)]
     pub base_port: u16,
     /// How long to wait, in seconds, for the other processes to connect.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    pub connect_timeout: f64,
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_seconds)]
+    pub connect_timeout: Duration,
     /// (bfs) Explore no world more than D steps from the initial world.
     #[arg(long, value_name = "D")]
     pub max_depth: Option<usize>,
@@ -71,8 +71,8 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
     /// (bfs) Stop after about SECS seconds.
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
     /// (swarm) Walks per worker.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub walks: u64,
@@ -88,13 +88,6 @@ pub struct ClusterArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-fn seconds(flag: &str, secs: f64) -> Result<Duration> {
-    if !(secs.is_finite() && secs > 0.0) {
-        bail!("{flag} must be a positive number of seconds");
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Runs `foretell cluster`: exit code 0 when every property holds (or on processes other than
@@ -114,7 +107,7 @@ pub fn run(args: ClusterArgs) -> Result<ExitCode> {
         process_index: usize::from(args.process_index),
         hosts,
         base_port: args.base_port,
-        connect_timeout: seconds("--connect-timeout", args.connect_timeout)?,
+        connect_timeout: args.connect_timeout,
         job: format!("{} {:?} {:?}", system_ref.name, system_ref.variant, system_ref.params),
     };
     config.addresses()?;
@@ -127,7 +120,7 @@ pub fn run(args: ClusterArgs) -> Result<ExitCode> {
             let options = CheckOptions {
                 depth_max: args.max_depth,
                 states_max: args.max_states,
-                timeout: args.timeout.map(|t| seconds("--timeout", t)).transpose()?,
+                timeout: args.timeout,
                 interrupt: Some(interrupt),
                 progress: reporter.then(|| {
                     Arc::new(move |p: &Progress| show_progress(&sink_bar, p)) as foretell_check::ProgressSink

@@ -73,7 +73,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     let interrupt = interrupt_on_ctrl_c()?;
     let bar = progress_bar();
     let sink_bar = bar.clone();
-    let timeout = seconds(args.timeout)?;
+    let timeout = args.timeout;
     let lmc = lmc_options(&args)?;
     let options = CheckOptions {
         engine: args.engine,
@@ -162,7 +162,7 @@ fn liveness(args: LivenessArgs) -> Result<ExitCode> {
         prefix,
         watchdog: Duration::from_millis(args.watchdog),
         invariants: !args.ignore_safety,
-        timeout: seconds(args.timeout)?,
+        timeout: args.timeout,
         interrupt: Some(interrupt),
         progress: Some(Arc::new(move |p: &LivenessProgress| {
             sink_bar.set_message(format!("{} walks, {} suspect(s), dmax {}", p.walks, p.suspects, p.dmax));
@@ -242,17 +242,6 @@ pub(crate) fn print_text(system: &SystemRef, report: &str, written: Option<&Path
     print!("{report}");
     if let Some(file) = written {
         println!("trace written to {} (foretell show {0}; foretell replay {0})", file.display());
-    }
-}
-
-/// `--timeout` as a duration: a positive number of seconds.
-pub(crate) fn seconds(timeout: Option<f64>) -> Result<Option<Duration>> {
-    match timeout {
-        Some(secs) if !(secs.is_finite() && secs > 0.0) => {
-            bail!("--timeout must be a positive number of seconds")
-        }
-        Some(secs) => Ok(Some(Duration::from_secs_f64(secs))),
-        None => Ok(None),
     }
 }
 

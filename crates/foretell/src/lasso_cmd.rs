@@ -2,7 +2,7 @@
 //! text or JSON, and the finding's trace to a file.
 
 use crate::cli::LassoArgs;
-use crate::commands::{configured, interrupt_on_ctrl_c, print_text, progress_bar, seconds, write_trace};
+use crate::commands::{configured, interrupt_on_ctrl_c, print_text, progress_bar, write_trace};
 use anyhow::Result;
 use foretell_check::{FoundKind, LassoFindingReport, LassoOptions, LassoReport};
 use foretell_model::SystemRef;
@@ -30,7 +30,7 @@ pub fn run(args: LassoArgs) -> Result<ExitCode> {
         threads: args.threads.map_or(defaults.threads, usize::from),
         max_worlds: args.max_worlds,
         interrupt: Some(interrupt),
-        timeout: seconds(args.timeout)?,
+        timeout: args.timeout,
     };
     let bar = progress_bar();
     bar.set_message(format!("{} ({})", args.method, args.scheduler));

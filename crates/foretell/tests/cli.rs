@@ -109,6 +109,9 @@ fn bad_input_is_exit_two_with_one_line() {
         vec!["check", "two-phase-commit", "--set", "nodes=3"],
         vec!["check", "two-phase-commit", "--bug", "nope"],
         vec!["check", "two-phase-commit", "--engine", "magic"],
+        vec!["check", "two-phase-commit", "--timeout", "0"],
+        vec!["check", "two-phase-commit", "--timeout", "NaN"],
+        vec!["check", "two-phase-commit", "--timeout", "1e30"],
     ] {
         let output = foretell(&args, &dir);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");

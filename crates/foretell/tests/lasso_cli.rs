@@ -104,6 +104,8 @@ fn bad_flags_are_refused_with_a_reason() {
         (vec!["lasso", "proposers", "--hash", "half"], "unknown hash"),
         (vec!["lasso", "dining-philosophers", "--set", "philosophers=9"], "must be from 2 to 5"),
         (vec!["lasso", "two-phase-commit"], "nothing can be hot"),
+        (vec!["lasso", "proposers", "--timeout=-1"], "positive number of seconds"),
+        (vec!["lasso", "proposers", "--timeout", "1e30"], "longer than a timeout can be"),
     ] {
         let output = foretell(&args, &dir);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");

@@ -85,6 +85,7 @@ fn bad_input_is_exit_two() {
         vec!["liveness", "randtree", "--depth", "5", "--dmax", "5"],
         vec!["liveness", "two-phase-commit"],
         vec!["liveness", "no-such-system"],
+        vec!["liveness", "randtree", "--timeout", "1e30"],
     ] {
         let output = foretell(&args, &dir);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");

@@ -40,7 +40,7 @@ use soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
 use std::cell::{Cell, RefCell};
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What local model checking is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,7 +151,8 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
         stats: LmcStats { mode: options.lmc.mode, ..LmcStats::default() },
         soundness: SoundnessCounts::default(),
         stopper: Stopper {
-            deadline: options.timeout.map(|t| started + t),
+            started,
+            timeout: options.timeout,
             interrupt: options.interrupt.clone(),
             calls: Cell::new(0),
             stop: Cell::new(None),
@@ -393,10 +394,11 @@ pub(crate) fn is_false<P: Protocol>(property: &Property<P>, world: &World<P>) ->
     !catch_unwind(AssertUnwindSafe(|| property.holds(world))).unwrap_or(false)
 }
 
-/// Stops a run at its deadline or when it is interrupted: asked often, it looks at the clock
-/// once in a while.
+/// Stops a run at its time budget or when it is interrupted: asked often, it looks at the
+/// clock once in a while.
 pub(crate) struct Stopper {
-    deadline: Option<Instant>,
+    started: Instant,
+    timeout: Option<Duration>,
     interrupt: Option<crate::Interrupt>,
     calls: Cell<u32>,
     stop: Cell<Option<Completion>>,
@@ -415,7 +417,7 @@ impl Stopper {
         }
         if self.interrupt.as_ref().is_some_and(|i| i.is_raised()) {
             self.stop.set(Some(Completion::Interrupted));
-        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        } else if self.timeout.is_some_and(|t| self.started.elapsed() >= t) {
             self.stop.set(Some(Completion::TimeBound));
         }
         self.stop.get().is_some()
