@@ -38,6 +38,7 @@ mod lmc;
 mod memory;
 mod options;
 mod report;
+mod shared_path;
 mod zeroed_pages;
 
 pub use check::Check;

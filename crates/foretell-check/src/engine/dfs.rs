@@ -15,47 +15,19 @@
 //! the bounded answer does not depend on the order in which paths were tried.
 
 use super::seen::{key_of, keyed_successors, lock, Keyed, Seen, Visit};
-use crate::exploration::{Exploration, Found, Tally};
+use crate::exploration::{Exploration, Tally};
+use crate::shared_path::SharedPath;
 use crate::Report;
 use crossbeam_deque::{Steal, Stealer, Worker as Deque};
 use foretell_model::{Delta, Protocol, Simulator, StepViolation, World};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// The path to a world: the successor ordinal from its parent's path, up to an initial world
-/// whose `ordinal` is its index among the initial worlds.
-struct Path {
-    parent: Option<Arc<Path>>,
-    ordinal: u32,
-    depth: u32,
-}
+/// The path to a world: the index of its initial world, then each step's successor ordinal.
+type Path = SharedPath<u32>;
 
-impl Path {
-    fn child(self: &Arc<Self>, ordinal: u32) -> Arc<Path> {
-        Arc::new(Path { parent: Some(Arc::clone(self)), ordinal, depth: self.depth + 1 })
-    }
-
-    /// The path to the initial world `root` followed by `ordinals`.
-    fn of(root: u32, ordinals: Vec<u32>) -> Arc<Path> {
-        ordinals
-            .into_iter()
-            .fold(Arc::new(Path { parent: None, ordinal: root, depth: 0 }), |path, ordinal| {
-                path.child(ordinal)
-            })
-    }
-
-    /// The initial world's index and the ordinals from it.
-    fn unwind(&self) -> (u32, Vec<u32>) {
-        let mut ordinals = Vec::with_capacity(self.depth as usize);
-        let mut at = self;
-        while let Some(parent) = &at.parent {
-            ordinals.push(at.ordinal);
-            at = parent;
-        }
-        ordinals.reverse();
-        (at.ordinal, ordinals)
-    }
-}
+/// A violation and the path (as [`Path`]'s steps) to the world it was found in.
+type Found = (Vec<u32>, StepViolation);
 
 type Item<P> = (World<P>, Arc<Path>);
 
@@ -67,7 +39,7 @@ struct Shared<'a, 'm, 'o, P: Protocol> {
     pending: AtomicUsize,
     stop: AtomicBool,
     unique: AtomicU64,
-    found: Mutex<Option<(Arc<Path>, StepViolation)>>,
+    found: Mutex<Option<Found>>,
 }
 
 pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) -> Report {
@@ -82,9 +54,9 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     let mut root = 0u32;
     sim.initial_worlds(|_, world, violation| {
         if roots_found.is_none() && matches!(seen.visit(key_of(sim, &world), bits, 0), Visit::New) {
-            let path = Arc::new(Path { parent: None, ordinal: root, depth: 0 });
+            let path = Path::start(root);
             match tallies[0].examine(sim, &world, 0, violation) {
-                Some(v) => roots_found = Some((path, v)),
+                Some(v) => roots_found = Some((path.to_vec(), v)),
                 None => roots.push((world, path)),
             }
         }
@@ -125,10 +97,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     exp.stats.visited_bytes = visited_bytes;
     // With a depth bound, re-opened worlds are not new; every new one is counted once.
     debug_assert_eq!(exp.stats.unique_states, visited_len, "every new world is counted once");
-    let found: Option<Found> = found.map(|(path, violation)| {
-        let (root, ordinals) = path.unwind();
-        exp.found_at(violation, root, &ordinals)
-    });
+    let found = found.map(|(path, violation)| exp.found_at(violation, path[0], &path[1..]));
     exp.finish(found)
 }
 
@@ -155,7 +124,7 @@ fn work<P: Protocol>(
             std::thread::yield_now();
             continue;
         };
-        let depth = path.depth;
+        let depth = path.depth();
         if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
             exp.note_depth_cut();
             shared.pending.fetch_sub(1, Ordering::AcqRel);
@@ -163,7 +132,7 @@ fn work<P: Protocol>(
         }
         let before = tally.unique;
         let found = expand(shared, &mut world, depth, &mut keyed, tally, |s, new, world, tally| {
-            let child = path.child(s.ordinal);
+            let child = path.then(s.ordinal);
             let next = s.into_world(world);
             let violation = if new { tally.examine(sim, &next, depth as usize + 1, None) } else { None };
             if violation.is_none() {
@@ -173,7 +142,7 @@ fn work<P: Protocol>(
             }
             violation
         });
-        let found = found.map(|(ordinal, violation)| (path.child(ordinal), violation));
+        let found = found.map(|(ordinal, violation)| (path.then(ordinal).to_vec(), violation));
         shared.pending.fetch_sub(1, Ordering::AcqRel);
         if let Some(found) = found {
             lock(&shared.found).get_or_insert(found);
@@ -202,7 +171,7 @@ fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally
     // The steps from the root to the current world: (ordinal, delta holding what it replaced).
     let mut steps: Vec<(u32, Delta<P>)> = Vec::new();
     for (mut world, root) in roots.into_iter().rev() {
-        let root = root.ordinal;
+        let root = *root.last();
         let mut depth = 0u32;
         steps.clear();
         loop {
@@ -230,8 +199,7 @@ fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally
                 })
             };
             if let Some((ordinal, violation)) = found {
-                let ordinals = steps.iter().map(|(o, _)| *o).chain([ordinal]).collect();
-                let path = Path::of(root, ordinals);
+                let path = [root].into_iter().chain(steps.iter().map(|(o, _)| *o)).chain([ordinal]).collect();
                 lock(&shared.found).get_or_insert((path, violation));
                 shared.stop.store(true, Ordering::Relaxed);
                 return;

@@ -5,26 +5,24 @@
 
 use super::walk::Steps;
 use super::LiveSet;
+use crate::shared_path::SharedPath;
 use foretell_model::{Action, Model, Protocol, Simulator, StepViolation, World};
 use rustc_hash::FxHashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// A path from the search's root, shared between the worlds that extend it.
-pub(crate) struct Path {
-    parent: Option<Arc<Path>>,
-    step: (Action, Vec<usize>),
+/// A path from the search's root (which has none), shared between the worlds that extend it.
+type Path = Option<Arc<SharedPath<(Action, Vec<usize>)>>>;
+
+fn steps_of(path: &Path) -> Steps {
+    path.as_deref().map_or_else(Vec::new, SharedPath::to_vec)
 }
 
-fn steps_of(path: &Option<Arc<Path>>) -> Steps {
-    let mut steps = Vec::new();
-    let mut at = path.as_ref();
-    while let Some(node) = at {
-        steps.push(node.step.clone());
-        at = node.parent.as_ref();
-    }
-    steps.reverse();
-    steps
+fn extended(path: &Path, step: (Action, Vec<usize>)) -> Path {
+    Some(match path {
+        Some(path) => path.then(step),
+        None => SharedPath::start(step),
+    })
 }
 
 /// What the search found.
@@ -47,7 +45,7 @@ pub(crate) struct SearchStats {
 #[derive(Default)]
 pub(crate) struct SearchBeat {
     pub(crate) expanded: AtomicU64,
-    current: Mutex<Option<Arc<Path>>>,
+    current: Mutex<Path>,
     pub(crate) stop: AtomicBool,
 }
 
@@ -75,7 +73,7 @@ pub(crate) fn search<P: Protocol>(
     }
     let mut seen = FxHashSet::default();
     seen.insert(root.fingerprint().0);
-    let mut level: Vec<(World<P>, Option<Arc<Path>>)> = vec![(root.clone(), None)];
+    let mut level: Vec<(World<P>, Path)> = vec![(root.clone(), None)];
     let mut periphery = Vec::new();
     for _ in 0..depth {
         let mut next = Vec::new();
@@ -98,7 +96,7 @@ pub(crate) fn search<P: Protocol>(
                 if violation.is_none() && !seen.insert(s.fingerprint().0) {
                     return;
                 }
-                let child = Some(Arc::new(Path { parent: path.clone(), step }));
+                let child = extended(path, step);
                 let next_world = s.into_world();
                 stats.unique += u64::from(violation.is_none());
                 match violation.or_else(|| invariant(&next_world)) {
