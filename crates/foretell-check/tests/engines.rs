@@ -48,7 +48,8 @@ fn relay(panic_at: Option<u8>, require_below: Option<u8>) -> Model<Relay> {
     Model::new(Relay { panic_at, require_below }).nodes(2)
 }
 
-/// Every engine finds a panicking handler, reports it as a violation, and the trace replays.
+/// Every engine finds a panicking handler, reports it as a violation that says where the
+/// handler panicked, and the trace replays.
 #[test]
 fn a_panicking_handler_is_a_violation_with_a_replayable_trace() {
     let model = relay(Some(3), None);
@@ -58,6 +59,7 @@ fn a_panicking_handler_is_a_violation_with_a_replayable_trace() {
         let violation = report.assert_violated("panic");
         assert_eq!(violation.kind, ViolationKind::Panic);
         assert!(violation.message.contains("count reached 3"), "{}", violation.message);
+        assert!(violation.message.contains("engines.rs:"), "{}", violation.message);
         let sim = Simulator::new(&model).unwrap();
         let replayed = sim.replay(&violation.trace).expect("the trace replays");
         assert_eq!(replayed.verdict.unwrap().property, "panic");

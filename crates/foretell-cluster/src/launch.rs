@@ -199,13 +199,7 @@ fn run_worker<T>(
 /// The error for a worker that panicked: a lost connection when timely's communication failed
 /// (its threads poison the queues the workers read), a failure of foretell otherwise.
 fn worker_panic(payload: &(dyn std::any::Any + Send)) -> ClusterError {
-    let text = if let Some(s) = payload.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".into()
-    };
+    let text = foretell_model::panic_message(payload);
     if text.contains("MergeQueue poisoned") || text.contains("timely communication error") {
         ClusterError::Network(format!(
             "lost the connection to another process, which may have failed ({text})"

@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 mod cache_hint;
+mod caught_panic;
 mod delta;
 mod event;
 mod fingerprint;
@@ -45,6 +46,7 @@ mod world;
 mod world_bytes;
 
 pub use cache_hint::prefetch;
+pub use caught_panic::{catch_panic, panic_message};
 pub use delta::Delta;
 pub use event::{Action, Event};
 pub use fingerprint::{Fingerprint, FingerprintHasher};

@@ -16,8 +16,7 @@
 use crate::network::{Network, NetworkView};
 use crate::simulator::{Call, EventOf, Simulator, StepViolation};
 use crate::world::{FaultsUsed, NodeSlot};
-use crate::{Chooser, Envelope, Event, FingerprintHasher, NodeId, Protocol, World};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use crate::{catch_panic, Chooser, Envelope, Event, FingerprintHasher, NodeId, Protocol, World};
 use std::sync::Arc;
 
 /// One node's local state, apart from any world.
@@ -191,14 +190,14 @@ impl<P: Protocol> Simulator<'_, P> {
         let nothing = Network::new(self.model().network_kind());
         let mut out =
             self.out(node, &mut timers, &mut clock, chooser, false, NetworkView::new(&nothing, None));
-        let result = catch_unwind(AssertUnwindSafe(|| match call {
+        let result = catch_panic(|| match call {
             Call::Message(envelope) => {
                 protocol.on_message(node, &mut state, envelope.from, &envelope.msg, &mut out)
             }
             Call::Timer(timer) => protocol.on_timer(node, &mut state, &timer, &mut out),
             Call::Input(input) => protocol.on_input(node, &mut state, input, &mut out),
             Call::TransportError(_) | Call::Restart => unreachable!("no local event makes these calls"),
-        }));
+        });
         let (sends, violation) = self.finish_handler(node, &mut out, &result, &mut Vec::new());
         let choices = std::mem::take(&mut out.choices);
         let disabled = out.disabled && result.is_ok();

@@ -17,13 +17,12 @@ use crate::scenario::Resolved;
 use crate::step_memo::{self, EventKey, Outcome, Ran, StepMemo};
 use crate::world::{rest_term, FaultsUsed, NodeSlot};
 use crate::{
-    Action, Delta, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out, PropertyKind,
-    Protocol, World,
+    catch_panic, Action, Delta, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out,
+    PropertyKind, Protocol, World,
 };
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -507,7 +506,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             let mut clock = 0;
             let mut out =
                 self.out(me, &mut timers, &mut clock, chooser, record, NetworkView::new(&empty, None));
-            let result = catch_unwind(AssertUnwindSafe(|| model.protocol().init(me, &mut out)));
+            let result = catch_panic(|| model.protocol().init(me, &mut out));
             let (sends, failure) = self.finish_handler(me, &mut out, &result, &mut log);
             choices.extend(out.choices);
             violation = violation.or(failure);
@@ -582,17 +581,17 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         &self,
         me: NodeId,
         out: &mut Out<'_, P>,
-        result: &std::thread::Result<R>,
+        result: &Result<R, String>,
         log: &mut Vec<String>,
     ) -> (Vec<(NodeId, P::Msg)>, Option<StepViolation>) {
         if let Some(lines) = out.log.take() {
             log.extend(lines);
         }
         let mut violation = match result {
-            Err(payload) => Some(StepViolation {
+            Err(message) => Some(StepViolation {
                 kind: ViolationKind::Panic,
                 property: "panic".into(),
-                message: format!("{me} panicked: {}", panic_message(payload.as_ref())),
+                message: format!("{me} panicked: {message}"),
             }),
             Ok(_) => out.failed.first().map(|what| StepViolation {
                 kind: ViolationKind::Assertion,
@@ -993,7 +992,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         // The handler sees the network after its event (a delivered message has left it).
         let view = network.view(&world.network);
         let mut out = self.out(me, &mut timers, &mut clock, chooser, logs, view);
-        let result = catch_unwind(AssertUnwindSafe(|| match call {
+        let result = catch_panic(|| match call {
             Call::Message(envelope) => {
                 protocol.on_message(me, &mut state, envelope.from, &envelope.msg, &mut out)
             }
@@ -1001,7 +1000,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             Call::Input(input) => protocol.on_input(me, &mut state, input, &mut out),
             Call::TransportError(peer) => protocol.on_transport_error(me, &mut state, peer, &mut out),
             Call::Restart => state = protocol.restart(me, &slot.state, &mut out),
-        }));
+        });
         let mut log = Vec::new();
         let (sends, violation) = self.finish_handler(me, &mut out, &result, &mut log);
         let violation = violation.map(Box::new);
@@ -1168,17 +1167,17 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// The first `always` property that `world` violates.
     pub fn violated_invariant(&self, world: &World<P>) -> Option<StepViolation> {
         self.model.properties().iter().filter(|p| p.kind() == PropertyKind::Always).find_map(|p| {
-            match catch_unwind(AssertUnwindSafe(|| p.holds(world))) {
+            match catch_panic(|| p.holds(world)) {
                 Ok(true) => None,
                 Ok(false) => Some(StepViolation {
                     kind: ViolationKind::Invariant,
                     property: p.name().to_string(),
                     message: format!("always {:?} is false", p.name()),
                 }),
-                Err(payload) => Some(StepViolation {
+                Err(message) => Some(StepViolation {
                     kind: ViolationKind::Invariant,
                     property: p.name().to_string(),
-                    message: format!("the predicate panicked: {}", panic_message(payload.as_ref())),
+                    message: format!("the predicate panicked: {message}"),
                 }),
             }
         })
@@ -1204,16 +1203,5 @@ fn low_bits(count: usize) -> u64 {
         u64::MAX
     } else {
         (1u64 << count) - 1
-    }
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".into()
     }
 }

@@ -50,6 +50,20 @@ fn the_one_proposal_space_is_exhausted() {
     assert!(text.contains("local states 72/16/16 per node, 18 messages"), "{text}");
 }
 
+/// Under LMC a handler meets local states and messages that no run combines, and P#'s
+/// ReplicatingStorage then panics (`choose(0)`). Such a state is discarded and counted; the
+/// panic is not printed, so a run that holds does not look as if it had crashed.
+#[test]
+fn handler_panics_on_impossible_local_states_are_discarded_quietly() {
+    let dir = scratch("lmc-quiet");
+    let output = foretell(&["check", "replicating-storage", "--engine", "lmc", "--json"], &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    let report = support::json(&output.stdout);
+    assert_eq!(report["completion"], "exhausted", "{report}");
+    assert!(report["lmc"]["discarded"].as_u64().unwrap() > 0, "{report}");
+}
+
 #[test]
 fn misused_flags_are_refused() {
     let dir = scratch("lmc-flags");

@@ -25,12 +25,11 @@ pub use report::{describe, LivenessReport, LivenessStats, LivenessVerdict};
 use crate::{Completion, Interrupt};
 use critical::{find_critical_transition, Critical, ProbeError};
 use foretell_model::{
-    EventOf, Model, ModelError, PropertyKind, Protocol, Simulator, Trace, TraceVerdict, ViolationKind,
-    Weights, World,
+    catch_panic, EventOf, Model, ModelError, PropertyKind, Protocol, Simulator, Trace, TraceVerdict,
+    ViolationKind, Weights, World,
 };
 use periphery::{Periphery, SearchBeat};
 use pool::{Job, Pool, Stalled};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -151,7 +150,7 @@ impl LiveSet {
 }
 
 fn holds<P: Protocol>(model: &Model<P>, property: usize, world: &World<P>) -> bool {
-    catch_unwind(AssertUnwindSafe(|| model.properties()[property].holds(world))).unwrap_or(false)
+    catch_panic(|| model.properties()[property].holds(world)).unwrap_or(false)
 }
 
 /// Why a liveness run cannot start.

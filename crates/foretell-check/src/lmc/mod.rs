@@ -32,14 +32,13 @@ use crate::{CheckOptions, Completion, EngineKind, PropertyReport, Report, Stats,
 use combine::{Combiner, Preliminary};
 use explore::{LocalSpace, StateId, Step};
 use foretell_model::{
-    Action, FixedChoices, LocalEvent, ModelError, NodeId, Property, PropertyKind, Protocol, Simulator, Trace,
-    TraceVerdict, World,
+    catch_panic, Action, FixedChoices, LocalEvent, ModelError, NodeId, Property, PropertyKind, Protocol,
+    Simulator, Trace, TraceVerdict, World,
 };
 use serde::{Deserialize, Serialize};
 use soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
 use std::cell::{Cell, RefCell};
 use std::ops::ControlFlow;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 /// What local model checking is asked to do.
@@ -391,7 +390,7 @@ fn verify<P: Protocol>(
 /// Whether `property` is false in `world` (a predicate that panics counts as false, as in the
 /// global engines).
 pub(crate) fn is_false<P: Protocol>(property: &Property<P>, world: &World<P>) -> bool {
-    !catch_unwind(AssertUnwindSafe(|| property.holds(world))).unwrap_or(false)
+    !catch_panic(|| property.holds(world)).unwrap_or(false)
 }
 
 /// Stops a run at its time budget or when it is interrupted: asked often, it looks at the
