@@ -146,3 +146,47 @@ fn parallel_depth_first_search_reports_a_violation_that_replays() {
     assert!(violation.trace.steps.len() >= 30);
     Simulator::new(&model).unwrap().replay(&violation.trace).expect("the trace replays");
 }
+
+/// One node that counts its inputs up to `TOP`: a space of one world a level, `TOP` levels deep.
+struct Ladder;
+
+const TOP: u16 = 2000;
+
+impl Protocol for Ladder {
+    type State = u16;
+    type Msg = ();
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u16 {
+        0
+    }
+
+    fn on_message(&self, _: NodeId, _: &mut u16, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+
+    fn on_input(&self, _: NodeId, rung: &mut u16, _: &(), out: &mut Out<'_, Self>) {
+        if *rung == TOP {
+            out.disable();
+        } else {
+            *rung += 1;
+        }
+    }
+}
+
+/// A deep, narrow space, whose levels one worker expands alone while the others wait: every
+/// thread count explores it whole, and finds the same shortest counterexample in it.
+#[test]
+fn a_deep_narrow_space_gives_the_same_answers_on_every_thread_count() {
+    let ladder = || Model::new(Ladder).nodes(1).driver(Driver::new().spontaneous(NodeId(0), ()));
+    let below_top = ladder().always("below the top", |w| *w.state(NodeId(0)) < TOP);
+    for threads in [1, 2, 4] {
+        let whole = Check::bfs(&ladder()).threads(threads).run();
+        assert_eq!(whole.completion, Completion::Exhausted, "{threads} threads");
+        assert_eq!(whole.stats.unique_states, u64::from(TOP) + 1, "{threads} threads");
+        assert_eq!(whole.stats.max_depth, usize::from(TOP), "{threads} threads");
+        let violated = Check::bfs(&below_top).threads(threads).run();
+        let violation = violated.assert_violated("below the top");
+        assert_eq!(violation.trace.steps.len(), usize::from(TOP), "{threads} threads");
+        Simulator::new(&below_top).unwrap().replay(&violation.trace).expect("the trace replays");
+    }
+}

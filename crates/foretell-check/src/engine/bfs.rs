@@ -40,6 +40,8 @@ pub(crate) const MAX_THREADS: usize = 1 << WORKER_BITS;
 const ROOT: RecordRef = (1 << (INDEX_BITS + WORKER_BITS)) - 1;
 /// Worlds in a chunk of a level: what a worker takes at a time.
 const CHUNK: usize = 64;
+/// The most worlds in a level that one worker expands alone (see [`work`]).
+const SOLO_LEVEL: usize = 4 * CHUNK;
 /// How many worlds ahead of the one it expands a worker hints the first level of a world's parts
 /// into the cache (see [`World::prefetch`]); the second level follows at half the distance.
 const PREFETCH_AHEAD: usize = 4;
@@ -247,20 +249,23 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
 /// the others. A worker that panics (a broken engine invariant: handlers' panics are caught
 /// as violations long before) stops the search and keeps meeting the others at the barrier
 /// until they see it, then passes the panic on.
+///
+/// A level of at most [`SOLO_LEVEL`] worlds is expanded by the worker that built it, alone,
+/// while the others wait: shared, it would cost two meetings at the barrier, each of which
+/// wakes sleeping threads, for less work than one wake-up. A deep, narrow space (a counter
+/// that grows without bound) is nothing but such levels; with them shared, two threads were
+/// 16 times slower than one there.
 fn work<P: Protocol>(shared: &Shared<'_, '_, '_, P>, worker: &mut Worker<P>) {
     let mut panicked = None;
     while !shared.done.load(Ordering::Relaxed) {
-        if panicked.is_none() {
-            let level = shared.level.read().unwrap_or_else(PoisonError::into_inner);
-            let expanded = catch_unwind(AssertUnwindSafe(|| expand_level(shared, &level, worker)));
-            if let Err(payload) = expanded {
-                shared.stop.store(true, Ordering::Relaxed);
-                panicked = Some(payload);
-            }
-        }
-        *lock(&shared.next[worker.index]) = worker.take_next().collect();
+        expand_guarded(shared, worker, &mut panicked);
         if shared.barrier.wait().is_leader() {
             shared.next_level();
+            while !shared.done.load(Ordering::Relaxed) && shared.worlds.load(Ordering::Relaxed) <= SOLO_LEVEL
+            {
+                expand_guarded(shared, worker, &mut panicked);
+                shared.next_level();
+            }
         }
         // The next level is built (or the search is done) before anyone goes on.
         shared.barrier.wait();
@@ -268,6 +273,24 @@ fn work<P: Protocol>(shared: &Shared<'_, '_, '_, P>, worker: &mut Worker<P>) {
     if let Some(payload) = panicked {
         resume_unwind(payload);
     }
+}
+
+/// This worker's part of the current level (none once it has panicked), and the hand-over of
+/// the chunks of the next level it filled.
+fn expand_guarded<P: Protocol>(
+    shared: &Shared<'_, '_, '_, P>,
+    worker: &mut Worker<P>,
+    panicked: &mut Option<Box<dyn std::any::Any + Send>>,
+) {
+    if panicked.is_none() {
+        let level = shared.level.read().unwrap_or_else(PoisonError::into_inner);
+        let expanded = catch_unwind(AssertUnwindSafe(|| expand_level(shared, &level, worker)));
+        if let Err(payload) = expanded {
+            shared.stop.store(true, Ordering::Relaxed);
+            *panicked = Some(payload);
+        }
+    }
+    *lock(&shared.next[worker.index]) = worker.take_next().collect();
 }
 
 /// Expands the worlds of the current level this worker takes, until the level is done or the
