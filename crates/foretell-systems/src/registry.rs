@@ -206,9 +206,22 @@ impl System {
                 );
                 Ok(model)
             }
-            Some(Start::Trace { source, trace, steps }) => model
-                .start_from_trace(format!("{source}:{steps}"), trace, *steps)
-                .map_err(|reason| ConfigError::BadPrefix { source_name: source.clone(), reason }),
+            Some(Start::Trace { source, trace, steps }) => {
+                let bad_prefix = |reason| ConfigError::BadPrefix { source_name: source.clone(), reason };
+                // The same steps on differently sized systems reach different worlds. (Another
+                // variant may start from the prefix: the fix, say, from where the bug showed.)
+                let recorded = trace.system.iter().flat_map(|s| &s.params);
+                let differing: Vec<String> = recorded
+                    .filter_map(|(name, was)| {
+                        let now = settings.values.get(name)?;
+                        (now != was).then(|| format!("{name}={was}, not {name}={now}"))
+                    })
+                    .collect();
+                if !differing.is_empty() {
+                    return Err(bad_prefix(format!("it was recorded with {}", differing.join(", "))));
+                }
+                model.start_from_trace(format!("{source}:{steps}"), trace, *steps).map_err(bad_prefix)
+            }
         }
     }
 

@@ -57,7 +57,8 @@ fn an_edited_trace_fails_replay_at_its_step() {
 }
 
 /// `--from FILE:STEPS` starts the search where a saved trace's prefix ends: the new trace still
-/// starts at the initial world, carries the prefix first, and replays.
+/// starts at the initial world, carries the prefix first, and replays. A trace of another
+/// system, or of this one with other parameters, is refused.
 #[test]
 fn a_check_starts_from_a_trace_prefix() {
     let dir = scratch("from");
@@ -89,6 +90,12 @@ fn a_check_starts_from_a_trace_prefix() {
             "{from}: {output:?}"
         );
     }
+    let smaller = foretell(&["check", "two-phase-commit", "--set", "rms=2", "--from", "bug.json:3"], &dir);
+    assert_eq!(smaller.status.code(), Some(2), "{smaller:?}");
+    assert!(
+        String::from_utf8_lossy(&smaller.stderr).contains("recorded with rms=3, not rms=2"),
+        "{smaller:?}"
+    );
     let paxos = foretell(&["check", "paxos-tla", "--from", "bug.json"], &dir);
     assert_eq!(paxos.status.code(), Some(2), "{paxos:?}");
     assert!(String::from_utf8_lossy(&paxos.stderr).contains("is a trace of two-phase-commit"), "{paxos:?}");
