@@ -159,6 +159,11 @@ impl<P: Protocol> Shared<'_, '_, '_, P> {
             || self.exp.at_depth_bound(depth)
     }
 
+    /// Whether the search goes on with a level small enough for one worker (see [`work`]).
+    fn goes_on_solo(&self) -> bool {
+        !self.done.load(Ordering::Relaxed) && self.worlds.load(Ordering::Relaxed) <= SOLO_LEVEL
+    }
+
     /// Between two levels, on the last worker to finish one: the next level from the chunks the
     /// workers handed over. A level a stop cut short drops its untaken chunks here.
     fn next_level(&self) {
@@ -254,15 +259,14 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
 /// while the others wait: shared, it would cost two meetings at the barrier, each of which
 /// wakes sleeping threads, for less work than one wake-up. A deep, narrow space (a counter
 /// that grows without bound) is nothing but such levels; with them shared, two threads were
-/// 16 times slower than one there.
+/// 17 times slower than one there.
 fn work<P: Protocol>(shared: &Shared<'_, '_, '_, P>, worker: &mut Worker<P>) {
     let mut panicked = None;
     while !shared.done.load(Ordering::Relaxed) {
         expand_guarded(shared, worker, &mut panicked);
         if shared.barrier.wait().is_leader() {
             shared.next_level();
-            while !shared.done.load(Ordering::Relaxed) && shared.worlds.load(Ordering::Relaxed) <= SOLO_LEVEL
-            {
+            while shared.goes_on_solo() {
                 expand_guarded(shared, worker, &mut panicked);
                 shared.next_level();
             }
