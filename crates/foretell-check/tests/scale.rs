@@ -5,27 +5,29 @@
 use foretell_check::{Check, Completion, Interrupt, Memory};
 use foretell_model::*;
 
-/// Each node counts its own inputs, up to `LIMIT`; the space is every combination of counts.
-struct Counters;
+/// Each node counts its own inputs, up to `limit`; the space is every combination of counts.
+struct Counters {
+    limit: u16,
+}
 
 const NODES: usize = 4;
-const LIMIT: u8 = 9;
+const LIMIT: u16 = 9;
 const ALL_WORLDS: u64 = (LIMIT as u64 + 1).pow(NODES as u32);
 
 impl Protocol for Counters {
-    type State = u8;
+    type State = u16;
     type Msg = ();
     type Timer = ();
     type Input = ();
 
-    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u8 {
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u16 {
         0
     }
 
-    fn on_message(&self, _: NodeId, _: &mut u8, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+    fn on_message(&self, _: NodeId, _: &mut u16, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
 
-    fn on_input(&self, _: NodeId, count: &mut u8, _: &(), out: &mut Out<'_, Self>) {
-        if *count == LIMIT {
+    fn on_input(&self, _: NodeId, count: &mut u16, _: &(), out: &mut Out<'_, Self>) {
+        if *count == self.limit {
             out.disable();
         } else {
             *count += 1;
@@ -33,12 +35,17 @@ impl Protocol for Counters {
     }
 }
 
-fn counters() -> Model<Counters> {
+/// `nodes` counters up to `limit`.
+fn counting(nodes: usize, limit: u16) -> Model<Counters> {
     let mut driver = Driver::new();
-    for node in NodeId::all(NODES) {
+    for node in NodeId::all(nodes) {
         driver = driver.spontaneous(node, ());
     }
-    Model::new(Counters).nodes(NODES).driver(driver)
+    Model::new(Counters { limit }).nodes(nodes).driver(driver)
+}
+
+fn counters() -> Model<Counters> {
+    counting(NODES, LIMIT)
 }
 
 fn sum(world: &World<Counters>) -> u32 {
@@ -147,37 +154,14 @@ fn parallel_depth_first_search_reports_a_violation_that_replays() {
     Simulator::new(&model).unwrap().replay(&violation.trace).expect("the trace replays");
 }
 
-/// One node that counts its inputs up to `TOP`: a space of one world a level, `TOP` levels deep.
-struct Ladder;
-
+/// The top of a one-node ladder: a space of one world a level, `TOP` levels deep.
 const TOP: u16 = 2000;
-
-impl Protocol for Ladder {
-    type State = u16;
-    type Msg = ();
-    type Timer = ();
-    type Input = ();
-
-    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u16 {
-        0
-    }
-
-    fn on_message(&self, _: NodeId, _: &mut u16, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
-
-    fn on_input(&self, _: NodeId, rung: &mut u16, _: &(), out: &mut Out<'_, Self>) {
-        if *rung == TOP {
-            out.disable();
-        } else {
-            *rung += 1;
-        }
-    }
-}
 
 /// A deep, narrow space, whose levels one worker expands alone while the others wait: every
 /// thread count explores it whole, and finds the same shortest counterexample in it.
 #[test]
 fn a_deep_narrow_space_gives_the_same_answers_on_every_thread_count() {
-    let ladder = || Model::new(Ladder).nodes(1).driver(Driver::new().spontaneous(NodeId(0), ()));
+    let ladder = || counting(1, TOP);
     let below_top = ladder().always("below the top", |w| *w.state(NodeId(0)) < TOP);
     for threads in [1, 2, 4] {
         let whole = Check::bfs(&ladder()).threads(threads).run();

@@ -73,14 +73,13 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     let interrupt = interrupt_on_ctrl_c()?;
     let bar = progress_bar();
     let sink_bar = bar.clone();
-    let timeout = args.timeout;
     let lmc = lmc_options(&args)?;
     let options = CheckOptions {
         engine: args.engine,
         lmc,
         depth_max: args.max_depth,
         states_max: args.max_states,
-        timeout,
+        timeout: args.timeout,
         fingerprint_bits: args.fingerprint_bits,
         threads: usize::from(args.threads),
         memory: args.memory,
