@@ -231,6 +231,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
     /// The report, with `found` (the violation and the steps that reach it) if any.
     pub(crate) fn finish(mut self, found: Option<Found>) -> Report {
         self.stats.seconds = self.started.elapsed().as_secs_f64();
+        self.stats.peak_memory = crate::peak_resident_bytes();
         if let Some(sink) = &self.options.progress {
             sink(&self.progress(self.stats.unique_states, self.stats.transitions, 0));
         }

@@ -123,6 +123,10 @@ pub struct Stats {
     pub visited_bytes: u64,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// The process's peak resident memory when the run ended, in bytes (`None` where the
+    /// platform does not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory: Option<u64>,
 }
 
 impl Stats {
@@ -236,6 +240,9 @@ impl fmt::Display for Report {
         );
         if s.visited_bytes > 0 {
             let _ = write!(text, ", visited set {:.1} MiB", s.visited_bytes as f64 / (1 << 20) as f64);
+        }
+        if let Some(bytes) = s.peak_memory {
+            let _ = write!(text, ", peak memory {:.1} MiB", bytes as f64 / (1 << 20) as f64);
         }
         if let Some(o) = &self.omission {
             let _ = write!(

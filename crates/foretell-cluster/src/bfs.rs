@@ -32,8 +32,8 @@ use crate::path::{self, Finding, Root};
 use crate::rounds::Rounds;
 use crate::{ClusterConfig, ClusterError};
 use foretell_check::{
-    resident_bytes, CheckOptions, Completion, EngineKind, FingerprintBits, Memory, Progress, PropertyReport,
-    Report, Stats,
+    peak_resident_bytes, resident_bytes, CheckOptions, Completion, EngineKind, FingerprintBits, Memory,
+    Progress, PropertyReport, Report, Stats,
 };
 use foretell_model::{
     Fingerprint, Model, PropertyKind, Protocol, Simulator, StepViolation, World, WorldDecoder,
@@ -511,6 +511,8 @@ fn report<P: Protocol>(
             max_depth: p.max_depth,
             visited_bytes: summaries.iter().map(|s| s.visited_bytes).sum(),
             seconds: started.elapsed().as_secs_f64(),
+            // This process's: each process of a cluster run holds its own part of the search.
+            peak_memory: peak_resident_bytes(),
         },
         omission: None,
         lmc: None,

@@ -347,12 +347,7 @@ fn report_json(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) -> 
         "verdict": report.verdict(),
         "completion": report.completion,
         "properties": properties,
-        "stats": {
-            "unique_states": report.stats.unique_states,
-            "transitions": report.stats.transitions,
-            "max_depth": report.stats.max_depth,
-            "seconds": report.stats.seconds,
-        },
+        "stats": report.stats,
         "lmc": report.lmc,
         "violations": violations,
     })

@@ -111,9 +111,6 @@ pub struct LmcStats {
     /// The sum over nodes of their longest path: the longest event sequence a system state
     /// built here could stand for.
     pub deepest_sequence: u32,
-    /// The process's peak resident memory, in bytes (Linux).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub peak_memory: Option<u64>,
 }
 
 /// Runs local model checking of `sim`'s model with `options`.
@@ -336,7 +333,6 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let seconds = self.started.elapsed().as_secs_f64();
         self.stats.soundness_checks = self.soundness.checks;
         self.stats.positions = self.soundness.positions;
-        self.stats.peak_memory = crate::peak_resident_bytes();
         let completion = match (&found, self.stopper.stop.get()) {
             (Some(_), _) => Completion::Violation,
             (None, Some(stop)) => stop,
@@ -358,6 +354,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             max_depth: self.stats.deepest_local as usize,
             visited_bytes: 0,
             seconds,
+            peak_memory: crate::peak_resident_bytes(),
         };
         Report {
             engine: EngineKind::Lmc,
@@ -521,9 +518,6 @@ impl std::fmt::Display for LmcStats {
         }
         if self.duplicates_suppressed > 0 {
             write!(f, "\nduplicate messages beyond the limit: {}", self.duplicates_suppressed)?;
-        }
-        if let Some(bytes) = self.peak_memory {
-            write!(f, "\npeak memory {:.1} MiB", bytes as f64 / (1 << 20) as f64)?;
         }
         Ok(())
     }
