@@ -38,6 +38,7 @@ mod lmc;
 mod memory;
 mod options;
 mod report;
+mod segmented_vec;
 mod shared_path;
 mod zeroed_pages;
 

@@ -18,11 +18,13 @@
 //! reference counts, only among themselves.
 //!
 //! Parent pointers are kept per worker as one `u64` per distinct world: the parent's reference
-//! (worker and index) and the successor ordinal that leads from it. A trace is rebuilt by
-//! following them to an initial world and re-executing the ordinals.
+//! (worker and index) and the successor ordinal that leads from it, in a [`SegmentedVec`] that
+//! grows without copying. A trace is rebuilt by following them to an initial world and
+//! re-executing the ordinals.
 
 use super::seen::{key_of, keyed_successors, lock, Seen, Visit};
 use crate::exploration::{Exploration, Found, Tally};
+use crate::segmented_vec::SegmentedVec;
 use crate::Report;
 use foretell_model::{Protocol, Simulator, StepViolation, World};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -80,7 +82,7 @@ fn unpack(record: u64) -> (RecordRef, u32) {
 /// One thread's share of the search.
 struct Worker<P: Protocol> {
     index: usize,
-    records: Vec<u64>,
+    records: SegmentedVec<u64>,
     tally: Tally,
     /// The chunks of the next level this worker filled.
     next: Vec<Vec<Item<P>>>,
@@ -92,7 +94,14 @@ struct Worker<P: Protocol> {
 impl<P: Protocol> Worker<P> {
     fn new(index: usize, properties: usize) -> Self {
         let (next, filling) = (Vec::new(), Vec::with_capacity(CHUNK));
-        Worker { index, records: Vec::new(), tally: Tally::new(properties), next, filling, found: None }
+        Worker {
+            index,
+            records: SegmentedVec::new(),
+            tally: Tally::new(properties),
+            next,
+            filling,
+            found: None,
+        }
     }
 
     /// Adds a world to the next level.
@@ -383,7 +392,8 @@ fn path<P: Protocol>(workers: &[Worker<P>], mut id: RecordRef) -> (u32, Vec<u32>
     loop {
         let worker = (id >> INDEX_BITS) as usize;
         let index = (id & ((1 << INDEX_BITS) - 1)) as usize;
-        let (parent, ordinal) = unpack(workers[worker].records[index]);
+        let (parent, ordinal) =
+            unpack(*workers[worker].records.get(index).expect("a parent reference names a record"));
         if parent == ROOT {
             ordinals.reverse();
             return (ordinal, ordinals);

@@ -16,6 +16,7 @@
 
 use super::seen::{key_of, keyed_successors, lock, Keyed, Seen, Visit};
 use crate::exploration::{Exploration, Tally};
+use crate::segmented_vec::SegmentedVec;
 use crate::shared_path::SharedPath;
 use crate::Report;
 use crossbeam_deque::{Steal, Stealer, Worker as Deque};
@@ -160,16 +161,18 @@ fn work<P: Protocol>(
 /// stack holds each pending successor as the parts it changes, with its depth and ordinal; the
 /// path to the current world is the stack of deltas that made it, each holding what its step
 /// replaced. So no world is copied, counted or dropped per state, no path is allocated, and a
-/// pending world costs the parts it changes rather than a node vector.
+/// pending world costs the parts it changes rather than a node vector. Both stacks grow by
+/// segments: an unbounded model makes them millions of entries deep, and a doubling `Vec`
+/// would overshoot a memory budget for as long as it copies.
 fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally: &mut Tally) {
     let exp = shared.exp;
     let sim: Simulator<'_, P> = exp.sim;
     let mut poll = Poll::default();
     let mut keyed = Vec::new();
     // Pending successors: (depth, ordinal, delta from the parent they were found in).
-    let mut pending: Vec<(u32, u32, Delta<P>)> = Vec::new();
+    let mut pending: SegmentedVec<(u32, u32, Delta<P>)> = SegmentedVec::new();
     // The steps from the root to the current world: (ordinal, delta holding what it replaced).
-    let mut steps: Vec<(u32, Delta<P>)> = Vec::new();
+    let mut steps: SegmentedVec<(u32, Delta<P>)> = SegmentedVec::new();
     for (mut world, root) in roots.into_iter().rev() {
         let root = *root.last();
         let mut depth = 0u32;
