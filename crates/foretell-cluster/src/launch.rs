@@ -13,13 +13,16 @@
 //! A worker that fails raises a flag that the other workers of the process poll while they
 //! wait ([`wait_until`]); the process then exits, its connections close, and timely's
 //! communication threads in the other processes fail in turn, so a failure takes the whole
-//! cluster down rather than leaving it waiting.
+//! cluster down rather than leaving it waiting. Those threads fail by panicking; their panics,
+//! and the workers' that follow, are not printed: the process reports one error, the lost
+//! connection, with the cause timely's thread gave.
 
 use crate::{ClusterConfig, ClusterError};
+use foretell_model::{catch_panic, panic_message};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Once, PoisonError};
 use std::time::{Duration, Instant};
 use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
 use timely::communication::allocator::ProcessBuilder;
@@ -110,6 +113,7 @@ pub(crate) fn run<T: Send>(
     let (builders, comms): (Vec<Builder>, _) = if config.processes == 1 {
         (process.into_iter().map(Builder::Process).collect(), None)
     } else {
+        quiet_communication_panics();
         let sockets = connect(config, &addresses, digest)?;
         let (tcp, guard) =
             initialize_networking_from_sockets(process, sockets, config.process_index, config.workers, hooks)
@@ -136,7 +140,7 @@ pub(crate) fn run<T: Send>(
             .into_iter()
             .map(|handle| {
                 let handle = handle?;
-                handle.join().unwrap_or_else(|panic| Err(worker_panic(&*panic)))
+                handle.join().unwrap_or_else(|panic| Err(worker_panic(&panic_message(&*panic))))
             })
             .collect()
     });
@@ -145,7 +149,7 @@ pub(crate) fn run<T: Send>(
         if ok {
             // Joins the communication threads, which end once every process has finished; one
             // that failed (a peer vanished at the very end) must not turn a result into a panic.
-            let _ = catch_unwind(AssertUnwindSafe(|| drop(guard)));
+            let _ = catch_panic(|| drop(guard));
         } else {
             // The threads may wait on peers that will never finish: do not join them.
             std::mem::forget(guard);
@@ -172,7 +176,7 @@ fn run_worker<T>(
     failed: &AtomicBool,
 ) -> Result<T, ClusterError> {
     let local = Local { failed };
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
+    let outcome = catch_panic(|| {
         let allocator = match builder {
             Builder::Process(b) => Allocator::Process(b.build()),
             Builder::Tcp(b) => Allocator::Tcp(b.build()),
@@ -188,25 +192,49 @@ fn run_worker<T>(
             worker.step_or_park(Some(PARK));
         }
         Ok(result)
-    }));
-    let result = outcome.unwrap_or_else(|panic| Err(worker_panic(&*panic)));
+    });
+    let result = outcome.unwrap_or_else(|panic| Err(worker_panic(&panic)));
     if result.is_err() {
         failed.store(true, Ordering::Relaxed);
     }
     result
 }
 
-/// The error for a worker that panicked: a lost connection when timely's communication failed
-/// (its threads poison the queues the workers read), a failure of foretell otherwise.
-fn worker_panic(payload: &(dyn std::any::Any + Send)) -> ClusterError {
-    let text = foretell_model::panic_message(payload);
+/// The error for a worker that panicked with `text`: a lost connection when timely's
+/// communication failed (its threads poison the queues the workers read), with the cause its
+/// thread gave; a failure of foretell otherwise.
+fn worker_panic(text: &str) -> ClusterError {
     if text.contains("MergeQueue poisoned") || text.contains("timely communication error") {
+        let failure = COMMUNICATION_FAILURE.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let cause = failure.as_deref().unwrap_or(text);
         ClusterError::Network(format!(
-            "lost the connection to another process, which may have failed ({text})"
+            "lost the connection to another process, which may have failed ({cause})"
         ))
     } else {
-        ClusterError::Worker(text)
+        ClusterError::Worker(text.to_owned())
     }
+}
+
+/// The first panic of one of timely's communication threads (named `timely:send-N` and
+/// `timely:recv-N`), such as "timely communication error: reading data: socket closed".
+static COMMUNICATION_FAILURE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Keeps the panics of timely's communication threads off standard error, recording the first
+/// in [`COMMUNICATION_FAILURE`] for the error the process reports; every other thread's panic
+/// goes to the hook installed before.
+fn quiet_communication_panics() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name().is_some_and(|name| name.starts_with("timely:")) {
+                let message = panic_message(info.payload());
+                COMMUNICATION_FAILURE.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(message);
+            } else {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// This process's view of the handshake: who it is and what it runs.

@@ -54,9 +54,14 @@ struct Ran {
 /// process may take one in between (an outgoing connection's ephemeral port, say). A run in
 /// which a process could not listen for that reason is run again on fresh ports.
 fn two_processes(dir: &Path, args: [&[&str]; 2]) -> [Ran; 2] {
+    two_processes_killing(dir, args, None)
+}
+
+/// [`two_processes`], killing process `kill.0` (SIGKILL) once the cluster has run for `kill.1`.
+fn two_processes_killing(dir: &Path, args: [&[&str]; 2], kill: Option<(usize, Duration)>) -> [Ran; 2] {
     const ATTEMPTS: usize = 5;
     for _ in 0..ATTEMPTS {
-        if let Some(ran) = two_processes_once(dir, args) {
+        if let Some(ran) = two_processes_once(dir, args, kill) {
             return ran;
         }
     }
@@ -64,7 +69,7 @@ fn two_processes(dir: &Path, args: [&[&str]; 2]) -> [Ran; 2] {
 }
 
 /// One run of [`two_processes`]; `None` if a process found its port taken.
-fn two_processes_once(dir: &Path, args: [&[&str]; 2]) -> Option<[Ran; 2]> {
+fn two_processes_once(dir: &Path, args: [&[&str]; 2], kill: Option<(usize, Duration)>) -> Option<[Ran; 2]> {
     let (a, b) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
     let ports = [a.local_addr().unwrap().port(), b.local_addr().unwrap().port()];
     drop((a, b));
@@ -104,6 +109,11 @@ fn two_processes_once(dir: &Path, args: [&[&str]; 2]) -> Option<[Ran; 2]> {
         };
         if port_taken(0) || port_taken(1) {
             return None;
+        }
+        if let Some((victim, after)) = kill {
+            if started.elapsed() >= after && status[victim].is_none() {
+                children.0[victim].kill().unwrap();
+            }
         }
         assert!(started.elapsed() < Duration::from_secs(60), "the cluster did not finish");
         std::thread::sleep(Duration::from_millis(20));
@@ -165,6 +175,26 @@ fn swarm_walks_find_the_bug() {
     assert_eq!(report["violations"][0]["property"], "consistent");
     let file = dir.join(report["violations"][0]["trace_file"].as_str().unwrap());
     assert_replays(&*two_phase("3", Some("early-commit")), &file);
+}
+
+/// A process that dies mid-run (SIGKILL) ends the other's run with one line: the lost
+/// connection and its cause, not the panics of timely's threads that notice it.
+#[test]
+fn a_process_that_dies_ends_the_others_run_with_one_line() {
+    let dir = scratch("killed");
+    // Long enough (about 20 s) to be killed mid-run, and connected long before the kill.
+    let args: &[&str] = &["two-phase-commit", "--set", "rms=9"];
+    let [p0, p1] = two_processes_killing(&dir, [args, args], Some((1, Duration::from_secs(3))));
+    assert_eq!(p1.status.code(), None, "process 1 was killed, not finished: {}", p1.stderr);
+    assert_eq!(p0.status.code(), Some(2), "{}", p0.stderr);
+    assert_eq!(p0.stdout, "");
+    let error = p0.stderr.trim_end();
+    assert_eq!(error.lines().count(), 1, "{error}");
+    assert!(
+        error.starts_with("foretell: cluster network: lost the connection to another process"),
+        "{error}"
+    );
+    assert!(error.contains("timely communication error"), "the cause is kept: {error}");
 }
 
 #[test]
