@@ -118,7 +118,6 @@ fn lmc_options(args: &CheckArgs) -> Result<LmcOptions> {
     }
     let global = [
         ("--max-depth", args.max_depth.is_some()),
-        ("--max-memory", args.max_memory.is_some()),
         ("--memory", args.memory != Memory::Exact),
         ("--threads", args.threads != 1),
     ];

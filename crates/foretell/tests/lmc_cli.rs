@@ -1,6 +1,7 @@
 //! `foretell check --engine lmc` end to end: Paxos's `last-promise` found from the paper's live
 //! state with LMC's counts in the JSON report and a trace that `replay` accepts; the correct
-//! version's one-proposal space exhausted; and misused flags as exit 2 with a reason.
+//! version's one-proposal space exhausted; a memory budget; and misused flags as exit 2 with a
+//! reason.
 
 mod support;
 
@@ -62,6 +63,38 @@ fn handler_panics_on_impossible_local_states_are_discarded_quietly() {
     let report = support::json(&output.stdout);
     assert_eq!(report["completion"], "exhausted", "{report}");
     assert!(report["lmc"]["discarded"].as_u64().unwrap() > 0, "{report}");
+}
+
+/// An online-style run holds to a memory budget as to a time budget: two proposals (the
+/// paper's harder space) under the projected form fill 190 MiB in 20 s; a budget of 50M stops
+/// the run cleanly with a partial report, polled often enough to stay within a few megabytes.
+#[test]
+fn a_memory_budget_stops_the_run_cleanly() {
+    let dir = scratch("lmc-budget");
+    let args = [
+        "check",
+        "paxos",
+        "--engine",
+        "lmc",
+        "--lmc-mode",
+        "projected",
+        "--set",
+        "proposals=0:1,1:2",
+        "--set",
+        "resets=0",
+        "--timeout",
+        "60",
+        "--max-memory",
+        "50M",
+        "--json",
+    ];
+    let output = foretell(&args, &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = support::json(&output.stdout);
+    assert_eq!(report["completion"], "memory_bound", "{report}");
+    assert_eq!(report["verdict"], "holds", "{report}");
+    let peak = report["stats"]["peak_memory"].as_u64().expect("Linux reports the peak");
+    assert!(peak <= (50 << 20) + (5 << 20), "peak {peak} bytes against a budget of 50 MiB");
 }
 
 #[test]

@@ -150,6 +150,8 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
             started,
             timeout: options.timeout,
             interrupt: options.interrupt.clone(),
+            memory_max: options.memory_max,
+            memory_polled: Cell::new(started),
             calls: Cell::new(0),
             stop: Cell::new(None),
         },
@@ -390,12 +392,16 @@ pub(crate) fn is_false<P: Protocol>(property: &Property<P>, world: &World<P>) ->
     !catch_panic(|| property.holds(world)).unwrap_or(false)
 }
 
-/// Stops a run at its time budget or when it is interrupted: asked often, it looks at the
-/// clock once in a while.
+/// Stops a run at its time budget, at its memory budget or when it is interrupted: asked often,
+/// it looks at the clock once in a while, and at the process's memory at most every
+/// [`MEMORY_POLL`].
 pub(crate) struct Stopper {
     started: Instant,
     timeout: Option<Duration>,
     interrupt: Option<crate::Interrupt>,
+    memory_max: Option<u64>,
+    /// When the process's memory was last read.
+    memory_polled: Cell<Instant>,
     calls: Cell<u32>,
     stop: Cell<Option<Completion>>,
 }
@@ -415,10 +421,27 @@ impl Stopper {
             self.stop.set(Some(Completion::Interrupted));
         } else if self.timeout.is_some_and(|t| self.started.elapsed() >= t) {
             self.stop.set(Some(Completion::TimeBound));
+        } else if self.memory_max.is_some_and(|max| self.memory_reached(max)) {
+            self.stop.set(Some(Completion::MemoryBound));
         }
         self.stop.get().is_some()
     }
+
+    /// Whether the process holds `max` bytes or more, read if [`MEMORY_POLL`] has passed since
+    /// the last reading (a reading costs microseconds; the stopper is asked millions of times
+    /// a second while system states are built).
+    fn memory_reached(&self, max: u64) -> bool {
+        let now = Instant::now();
+        if now.duration_since(self.memory_polled.get()) < MEMORY_POLL {
+            return false;
+        }
+        self.memory_polled.set(now);
+        crate::resident_bytes().is_some_and(|used| used >= max)
+    }
 }
+
+/// How often a run with a memory budget reads the process's memory.
+const MEMORY_POLL: Duration = Duration::from_millis(5);
 
 /// The preliminary violations of one exploration and what soundness verification made of them.
 #[derive(Default)]
