@@ -1,9 +1,9 @@
 //! A vector kept in segments of a fixed size, so that it grows without copying.
 //!
 //! A `Vec` grows by allocating a buffer twice its size, copying into it and only then freeing
-//! the old one, so for a moment it holds three times its contents. The searches keep vectors of
+//! the old one, so for a moment its contents are resident twice. The searches keep vectors of
 //! millions of entries: the stacks of a depth-first search of an unbounded model, the parent
-//! records of a breadth-first one. One doubling of a 180 MiB stack took the process 15% past
+//! records of a breadth-first one. One doubling of a 180 MiB stack took the process 17% past
 //! its `--max-memory` budget before the next poll could see it. A segmented vector only ever
 //! adds one segment, and keeps one emptied segment in reserve so that a stack moving up and
 //! down across a segment's edge does not allocate each time.

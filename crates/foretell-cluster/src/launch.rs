@@ -220,10 +220,11 @@ fn worker_panic(text: &str) -> ClusterError {
 static COMMUNICATION_FAILURE: Mutex<Option<String>> = Mutex::new(None);
 
 /// Keeps the panics of timely's communication threads off standard error, recording the first
-/// in [`COMMUNICATION_FAILURE`] for the error the process reports; every other thread's panic
-/// goes to the hook installed before.
+/// of this run in [`COMMUNICATION_FAILURE`] for the error the process reports; every other
+/// thread's panic goes to the hook installed before. (A process runs one cluster at a time.)
 fn quiet_communication_panics() {
     static INSTALLED: Once = Once::new();
+    *COMMUNICATION_FAILURE.lock().unwrap_or_else(PoisonError::into_inner) = None;
     INSTALLED.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
