@@ -34,6 +34,8 @@ use timely::WorkerConfig;
 const PARK: Duration = Duration::from_millis(100);
 /// How often a process retries a connection or polls for incoming ones.
 const RETRY: Duration = Duration::from_millis(25);
+/// How long an accepted connection has to send its hello before it is dropped as a stranger.
+const HELLO_WAIT: Duration = Duration::from_secs(5);
 /// The handshake's first bytes.
 const MAGIC: &[u8; 8] = b"FORETELL";
 /// The handshake's version: change it whenever what travels between processes changes.
@@ -324,6 +326,8 @@ fn connect(
         ClusterError::Network(format!("process {me} cannot listen on {}: {e}", addresses[me]))
     })?;
     let mut sockets: Vec<Option<TcpStream>> = (0..config.processes).map(|_| None).collect();
+    // Connections that were not foretell cluster processes, ignored.
+    let mut strangers = 0;
     for (peer, address) in addresses.iter().enumerate().take(me) {
         let mut stream = connect_to(address, deadline)?;
         let theirs = shake(&mut stream, hello, deadline)?;
@@ -337,7 +341,18 @@ fn connect(
         match listener.accept() {
             Ok((mut stream, from)) => {
                 stream.set_nonblocking(false).map_err(|e| ClusterError::Network(format!("{from}: {e}")))?;
-                let theirs = shake(&mut stream, hello, deadline)?;
+                // A peer sends its hello as soon as it connects; anything that does not (a port
+                // scanner, a health check) is dropped, and the wait for the peers goes on. A
+                // foretell process that disagrees is still an error.
+                let patience = Instant::now() + HELLO_WAIT;
+                let theirs =
+                    match shake(&mut stream, hello, Some(deadline.map_or(patience, |d| d.min(patience)))) {
+                        Err(ClusterError::Network(_)) => {
+                            strangers += 1;
+                            continue;
+                        }
+                        shaken => shaken?,
+                    };
                 hello.check_peer(theirs, None)?;
                 let index = theirs.index as usize;
                 if index <= me || index >= config.processes || sockets[index].is_some() {
@@ -353,8 +368,14 @@ fn connect(
                         .filter(|&i| sockets[i].is_none())
                         .map(|i| i.to_string())
                         .collect();
+                    let ignored = match strangers {
+                        0 => String::new(),
+                        n => format!(
+                            " (and ignored {n} connection(s) that were not foretell cluster processes)"
+                        ),
+                    };
                     return Err(ClusterError::Network(format!(
-                        "process {me} waited {:?} for process(es) {} to connect",
+                        "process {me} waited {:?} for process(es) {} to connect{ignored}",
                         config.connect_timeout,
                         missing.join(", ")
                     )));
@@ -431,6 +452,33 @@ mod tests {
         let mut future = theirs.encode();
         future[8] = 9;
         assert!(matches!(Hello::decode(&future), Err(ClusterError::Mismatch(_))));
+    }
+
+    /// Connections that are not foretell processes (one sends an HTTP request, one nothing at
+    /// all) do not end the wait: the real peer, connecting after them, is accepted.
+    #[test]
+    fn strangers_on_the_port_are_ignored() {
+        let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+        let addresses = vec![free(), free()];
+        let config = |process_index| ClusterConfig {
+            processes: 2,
+            process_index,
+            connect_timeout: Duration::from_secs(60),
+            ..ClusterConfig::default()
+        };
+        let accepting = std::thread::spawn({
+            let addresses = addresses.clone();
+            move || connect(&config(0), &addresses, 42).map(|sockets| sockets[1].is_some())
+        });
+        let deadline = Instant::now().checked_add(Duration::from_secs(60));
+        let mut http = connect_to(&addresses[0], deadline).unwrap();
+        http.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        drop(http);
+        let silent = connect_to(&addresses[0], deadline).unwrap();
+        let connecting = connect(&config(1), &addresses, 42).expect("process 1 connects");
+        drop(silent);
+        assert!(connecting[0].is_some());
+        assert!(accepting.join().unwrap().expect("process 0 accepts"));
     }
 
     /// A connect timeout too long for the clock is no timeout: two processes on loopback still
