@@ -5,7 +5,7 @@
 //! [`Exploration::examine`] on each new world and [`Exploration::should_stop`] between worlds.
 
 use crate::{
-    resident_bytes, CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Violation,
+    over_budget, CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Violation,
 };
 use foretell_model::{
     Action, FixedChoices, PropertyKind, Protocol, Simulator, StepViolation, Trace, TraceVerdict, World,
@@ -174,8 +174,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             Some(Completion::StatesBound)
         } else if self.options.timeout.is_some_and(|t| now - self.started >= t) {
             Some(Completion::TimeBound)
-        } else if self.options.memory_max.is_some_and(|max| resident_bytes().is_some_and(|used| used >= max))
-        {
+        } else if over_budget(self.options.memory_max) {
             Some(Completion::MemoryBound)
         } else {
             None

@@ -53,7 +53,7 @@ pub use liveness::{
     LivenessReport, LivenessSink, LivenessStats, LivenessVerdict, Prefix,
 };
 pub use lmc::{LmcMode, LmcOptions, LmcStats};
-pub use memory::{peak_resident_bytes, resident_bytes};
+pub use memory::{over_budget, peak_resident_bytes};
 pub use options::{
     parse_bytes, CheckOptions, EngineKind, FingerprintBits, Interrupt, Memory, Progress, ProgressSink,
     Pruning,

@@ -5,9 +5,15 @@
 //! which takes about 10 µs to read: as long as a whole local model checking run of a small
 //! space.
 
-/// The process's resident memory in bytes (Linux: `/proc/self/statm`); `None` elsewhere, where
-/// a memory budget is not enforced.
-pub fn resident_bytes() -> Option<u64> {
+/// Whether the process's resident memory has reached `budget` bytes: never without a budget, or
+/// where the platform does not say (there a budget is not enforced). Every engine's memory
+/// budget asks this.
+pub fn over_budget(budget: Option<u64>) -> bool {
+    budget.is_some_and(|max| resident_bytes().is_some_and(|used| used >= max))
+}
+
+/// The process's resident memory in bytes (Linux: `/proc/self/statm`); `None` elsewhere.
+fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)

@@ -32,7 +32,7 @@ use crate::path::{self, Finding, Root};
 use crate::rounds::Rounds;
 use crate::{ClusterConfig, ClusterError};
 use foretell_check::{
-    peak_resident_bytes, resident_bytes, CheckOptions, Completion, EngineKind, FingerprintBits, Memory,
+    over_budget, peak_resident_bytes, CheckOptions, Completion, EngineKind, FingerprintBits, Memory,
     Progress, PropertyReport, Report, Stats,
 };
 use foretell_model::{
@@ -435,7 +435,7 @@ fn halt(options: &CheckOptions, started: Instant) -> Option<Halt> {
         Some(Halt::Interrupted)
     } else if options.timeout.is_some_and(|t| started.elapsed() >= t) {
         Some(Halt::Time)
-    } else if options.memory_max.is_some_and(|max| resident_bytes().is_some_and(|used| used >= max)) {
+    } else if over_budget(options.memory_max) {
         Some(Halt::Memory)
     } else {
         None

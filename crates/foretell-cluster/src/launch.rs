@@ -454,28 +454,37 @@ mod tests {
         assert!(matches!(Hello::decode(&future), Err(ClusterError::Mismatch(_))));
     }
 
-    /// Connections that are not foretell processes (one sends an HTTP request, one nothing at
-    /// all) do not end the wait: the real peer, connecting after them, is accepted.
-    #[test]
-    fn strangers_on_the_port_are_ignored() {
+    /// Two free loopback addresses, process 1's configuration with `connect_timeout`, and
+    /// process 0 connecting on a thread (its answer: whether it got process 1's socket).
+    fn accepting_on_loopback(
+        connect_timeout: Duration,
+    ) -> (Vec<String>, ClusterConfig, std::thread::JoinHandle<Result<bool, ClusterError>>) {
         let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
         let addresses = vec![free(), free()];
         let config = |process_index| ClusterConfig {
             processes: 2,
             process_index,
-            connect_timeout: Duration::from_secs(60),
+            connect_timeout,
             ..ClusterConfig::default()
         };
         let accepting = std::thread::spawn({
-            let addresses = addresses.clone();
-            move || connect(&config(0), &addresses, 42).map(|sockets| sockets[1].is_some())
+            let (addresses, config) = (addresses.clone(), config(0));
+            move || connect(&config, &addresses, 42).map(|sockets| sockets[1].is_some())
         });
+        (addresses, config(1), accepting)
+    }
+
+    /// Connections that are not foretell processes (one sends an HTTP request, one nothing at
+    /// all) do not end the wait: the real peer, connecting after them, is accepted.
+    #[test]
+    fn strangers_on_the_port_are_ignored() {
+        let (addresses, config, accepting) = accepting_on_loopback(Duration::from_secs(60));
         let deadline = Instant::now().checked_add(Duration::from_secs(60));
         let mut http = connect_to(&addresses[0], deadline).unwrap();
         http.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
         drop(http);
         let silent = connect_to(&addresses[0], deadline).unwrap();
-        let connecting = connect(&config(1), &addresses, 42).expect("process 1 connects");
+        let connecting = connect(&config, &addresses, 42).expect("process 1 connects");
         drop(silent);
         assert!(connecting[0].is_some());
         assert!(accepting.join().unwrap().expect("process 0 accepts"));
@@ -485,19 +494,8 @@ mod tests {
     /// connect and shake hands.
     #[test]
     fn an_endless_connect_timeout_still_connects() {
-        let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
-        let addresses = vec![free(), free()];
-        let config = |process_index| ClusterConfig {
-            processes: 2,
-            process_index,
-            connect_timeout: Duration::MAX,
-            ..ClusterConfig::default()
-        };
-        let accepting = std::thread::spawn({
-            let addresses = addresses.clone();
-            move || connect(&config(0), &addresses, 42).map(|sockets| sockets[1].is_some())
-        });
-        let connecting = connect(&config(1), &addresses, 42).expect("process 1 connects");
+        let (addresses, config, accepting) = accepting_on_loopback(Duration::MAX);
+        let connecting = connect(&config, &addresses, 42).expect("process 1 connects");
         assert!(connecting[0].is_some());
         assert!(accepting.join().unwrap().expect("process 0 accepts"));
     }

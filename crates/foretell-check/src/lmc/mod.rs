@@ -421,22 +421,22 @@ impl Stopper {
             self.stop.set(Some(Completion::Interrupted));
         } else if self.timeout.is_some_and(|t| self.started.elapsed() >= t) {
             self.stop.set(Some(Completion::TimeBound));
-        } else if self.memory_max.is_some_and(|max| self.memory_reached(max)) {
+        } else if self.memory_reached() {
             self.stop.set(Some(Completion::MemoryBound));
         }
         self.stop.get().is_some()
     }
 
-    /// Whether the process holds `max` bytes or more, read if [`MEMORY_POLL`] has passed since
-    /// the last reading (a reading costs microseconds; the stopper is asked millions of times
-    /// a second while system states are built).
-    fn memory_reached(&self, max: u64) -> bool {
+    /// Whether the process has reached its memory budget, read if [`MEMORY_POLL`] has passed
+    /// since the last reading (a reading costs microseconds; the stopper is asked millions of
+    /// times a second while system states are built).
+    fn memory_reached(&self) -> bool {
         let now = Instant::now();
-        if now.duration_since(self.memory_polled.get()) < MEMORY_POLL {
+        if self.memory_max.is_none() || now.duration_since(self.memory_polled.get()) < MEMORY_POLL {
             return false;
         }
         self.memory_polled.set(now);
-        crate::resident_bytes().is_some_and(|used| used >= max)
+        crate::over_budget(self.memory_max)
     }
 }
 
