@@ -4,6 +4,7 @@
 mod bfs;
 mod dfs;
 mod seen;
+mod sharded_map;
 mod stateless;
 
 use crate::exploration::Exploration;

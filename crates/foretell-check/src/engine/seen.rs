@@ -4,10 +4,10 @@
 //! Under a declared symmetry a world is stored under its orbit's canonical fingerprint, so
 //! the counts are those of orbits, the same in any order and on any thread count.
 
+use super::sharded_map::{split, ShardedMap};
 use crate::fingerprint_set::FingerprintSet;
 use crate::{CheckOptions, FingerprintBits};
 use foretell_model::{Delta, Fingerprint, Protocol, Simulator, StepViolation, Successor, Unbuilt, World};
-use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
 use std::sync::{Mutex, MutexGuard};
 
@@ -15,8 +15,8 @@ use std::sync::{Mutex, MutexGuard};
 /// depth.
 pub(crate) enum Seen {
     Set(FingerprintSet),
-    Wide(Mutex<FxHashSet<u128>>),
-    Depths(Mutex<FxHashMap<u128, u32>>),
+    Wide(ShardedMap<()>),
+    Depths(ShardedMap<u32>),
 }
 
 /// What [`Seen::visit`] found.
@@ -34,8 +34,8 @@ impl Seen {
     /// search whose order is not breadth-first).
     pub(crate) fn new(options: &CheckOptions, depths: bool) -> Self {
         match (depths, options.fingerprint_bits) {
-            (true, _) => Seen::Depths(Mutex::default()),
-            (false, FingerprintBits::B128) => Seen::Wide(Mutex::default()),
+            (true, _) => Seen::Depths(ShardedMap::default()),
+            (false, FingerprintBits::B128) => Seen::Wide(ShardedMap::default()),
             (false, FingerprintBits::B64) => Seen::Set(FingerprintSet::new(options.memory.mode())),
         }
     }
@@ -44,17 +44,17 @@ impl Seen {
     pub(crate) fn len(&self) -> u64 {
         match self {
             Seen::Set(set) => set.len(),
-            Seen::Wide(set) => lock(set).len() as u64,
-            Seen::Depths(map) => lock(map).len() as u64,
+            Seen::Wide(set) => set.len(),
+            Seen::Depths(map) => map.len(),
         }
     }
 
-    /// Heap bytes the set holds (for the hash maps, an estimate from their capacity).
+    /// Heap bytes the set holds (for the hash maps, from their capacity).
     pub(crate) fn bytes(&self) -> u64 {
         match self {
             Seen::Set(set) => set.bytes(),
-            Seen::Wide(set) => lock(set).capacity() as u64 * 17,
-            Seen::Depths(map) => lock(map).capacity() as u64 * 21,
+            Seen::Wide(set) => set.bytes(),
+            Seen::Depths(map) => map.bytes(),
         }
     }
 
@@ -85,8 +85,8 @@ impl Seen {
         };
         let new = match self {
             Seen::Set(set) => set.insert(fingerprint.short()),
-            Seen::Wide(set) => lock(set).insert(key),
-            Seen::Depths(map) => match lock(map).entry(key) {
+            Seen::Wide(set) => set.shard(key).insert(split(key), ()).is_none(),
+            Seen::Depths(map) => match map.shard(key).entry(split(key)) {
                 Entry::Vacant(entry) => {
                     entry.insert(depth);
                     true
