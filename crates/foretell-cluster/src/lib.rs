@@ -77,7 +77,8 @@ impl ClusterConfig {
     ///
     /// # Errors
     /// [`ClusterError::Config`] if the configuration is inconsistent (no worker, an index out of
-    /// range, a host list of the wrong length, ports beyond 65535).
+    /// range, a host list of the wrong length or with an entry that is not `host:port`, ports
+    /// beyond 65535).
     pub fn addresses(&self) -> Result<Vec<String>, ClusterError> {
         let bad = |what: String| Err(ClusterError::Config(what));
         if self.workers == 0 || self.processes == 0 {
@@ -106,8 +107,21 @@ impl ClusterConfig {
         if self.hosts.len() != self.processes {
             return bad(format!("{} hosts are given for {} processes", self.hosts.len(), self.processes));
         }
+        if let Some((i, host)) = self.hosts.iter().enumerate().find(|(_, host)| !is_host_and_port(host)) {
+            return bad(format!(
+                "the address of process {i}, {host:?}, is not HOST:PORT with a port from 1 to 65535"
+            ));
+        }
         Ok(self.hosts.clone())
     }
+}
+
+/// Whether `address` is a host (a name, an IPv4 address or a bracketed IPv6 one; resolved only
+/// when the process connects) and a port other than 0, as `host:port`.
+fn is_host_and_port(address: &str) -> bool {
+    address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|port| port != 0))
 }
 
 /// Why a cluster run failed.
@@ -232,5 +246,20 @@ impl<P: Protocol> ClusterModel for Model<P> {
         config: &ClusterConfig,
     ) -> Result<Option<SwarmReport>, ClusterError> {
         swarm_walks(self, walks_per_worker, max_steps, seed, config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_host_and_port;
+
+    #[test]
+    fn a_host_entry_is_a_host_and_a_port() {
+        for good in ["127.0.0.1:2101", "[::1]:7000", "node-3.example.org:65535", "h:1"] {
+            assert!(is_host_and_port(good), "{good}");
+        }
+        for bad in ["127.0.0.1", ":2101", "h:", "h:0", "h:65536", "h:21o1", "[::1]", ""] {
+            assert!(!is_host_and_port(bad), "{bad}");
+        }
     }
 }

@@ -88,6 +88,18 @@ fn unsupported_options_and_configurations_are_errors() {
         ClusterConfig::local(0),
         ClusterConfig { processes: 2, process_index: 2, ..ClusterConfig::default() },
         ClusterConfig { processes: 2, hosts: vec!["127.0.0.1:1".into()], ..ClusterConfig::default() },
+        ClusterConfig {
+            processes: 2,
+            hosts: vec!["127.0.0.1:1".into(), "127.0.0.1".into()],
+            ..ClusterConfig::default()
+        },
+        ClusterConfig {
+            processes: 2,
+            hosts: vec!["[::1]:7000".into(), ":7001".into()],
+            ..ClusterConfig::default()
+        },
+        ClusterConfig { processes: 1, hosts: vec!["localhost:70000".into()], ..ClusterConfig::default() },
+        ClusterConfig { processes: 1, hosts: vec!["localhost:0".into()], ..ClusterConfig::default() },
         ClusterConfig { processes: 3, base_port: 65534, ..ClusterConfig::default() },
     ] {
         assert!(
