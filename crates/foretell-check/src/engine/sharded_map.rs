@@ -1,6 +1,6 @@
 //! A hash map from full 128-bit fingerprints, in shards that grow one at a time: the visited
-//! set of a search with 128-bit fingerprints (values `()`) or a depth bound (each world's
-//! smallest depth).
+//! set of a stateful search with 128-bit fingerprints (values `()`) or a depth bound (each
+//! world's smallest depth), and the stateless search's explored worlds (their depths).
 //!
 //! A single hash map doubles by allocating its new table while the old one is still alive, so
 //! at each doubling the process briefly holds three times the old table. A memory budget is
@@ -33,11 +33,15 @@ impl<V> Default for ShardedMap<V> {
 }
 
 impl<V> ShardedMap<V> {
-    /// The shard that holds `key`, locked. A 64-bit key (high word zero) is spread by its own
-    /// high bits; fingerprints are uniformly distributed, so either word's bits will do.
+    /// The shard that holds `key`, locked.
     pub(crate) fn shard(&self, key: u128) -> MutexGuard<'_, FxHashMap<Key, V>> {
-        let (low, high) = split(key);
-        lock(&self.shards[((low ^ high) >> (64 - SHARD_BITS)) as usize])
+        lock(&self.shards[index(key)])
+    }
+
+    /// The shard that holds `key`, for the map's one owner: no lock is taken.
+    pub(crate) fn shard_mut(&mut self, key: u128) -> &mut FxHashMap<Key, V> {
+        let shard = &mut self.shards[index(key)];
+        shard.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Keys in the map.
@@ -50,6 +54,13 @@ impl<V> ShardedMap<V> {
         let bucket = size_of::<(Key, V)>() as u64 + 1;
         self.shards.iter().map(|shard| lock(shard).capacity() as u64 * bucket).sum()
     }
+}
+
+/// The index of `key`'s shard. A 64-bit key (high word zero) is spread by its own high bits;
+/// fingerprints are uniformly distributed, so either word's bits will do.
+fn index(key: u128) -> usize {
+    let (low, high) = split(key);
+    ((low ^ high) >> (64 - SHARD_BITS)) as usize
 }
 
 /// `key` as its (low, high) words, the map's [`Key`].
@@ -73,7 +84,7 @@ mod tests {
             z ^ (z >> 31)
         };
         for wide in [false, true] {
-            let map = ShardedMap::<u32>::default();
+            let mut map = ShardedMap::<u32>::default();
             let key = |i: u64| {
                 if wide {
                     u128::from(mix(i)) << 64 | u128::from(mix(i + (1 << 40)))
@@ -82,7 +93,11 @@ mod tests {
                 }
             };
             for i in 0..10_000 {
-                map.shard(key(i)).insert(split(key(i)), i as u32);
+                if i % 2 == 0 {
+                    map.shard(key(i)).insert(split(key(i)), i as u32);
+                } else {
+                    map.shard_mut(key(i)).insert(split(key(i)), i as u32);
+                }
             }
             assert_eq!(map.len(), 10_000);
             assert!(map.shards.iter().all(|shard| lock(shard).len() > 100), "wide: {wide}");

@@ -11,12 +11,12 @@
 //! sequence up to the depth bound.
 
 use super::seen::{key_of, Keyed};
+use super::sharded_map::{split, ShardedMap};
 use crate::exploration::{Exploration, Found, Steps};
 use crate::{Pruning, Report};
 use foretell_model::{
     Action, Fingerprint, FixedChoices, Protocol, StepOutcome, StepViolation, TraceVerdict, World,
 };
-use rustc_hash::FxHashMap;
 
 struct Child {
     action: Action,
@@ -47,7 +47,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>) -> Report {
     sim.initial_worlds(|choices, world, violation| roots.push((choices, world, violation)));
     // Depth at which each distinct world was explored; a key is the fingerprint's low or full
     // bits, as for stateful search.
-    let mut explored: FxHashMap<u128, u32> = FxHashMap::default();
+    let mut explored = ShardedMap::<u32>::default();
     let key = |fp: Fingerprint| match exp.options.fingerprint_bits {
         crate::FingerprintBits::B64 => u128::from(fp.short()),
         crate::FingerprintBits::B128 => fp.0,
@@ -57,7 +57,8 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>) -> Report {
         if found.is_some() || exp.should_stop(0) {
             break;
         }
-        if explored.insert(key(key_of(sim, &world)), 0).is_some() {
+        let root = key(key_of(sim, &world));
+        if explored.shard_mut(root).insert(split(root), 0).is_some() {
             continue;
         }
         if let Some(v) = exp.examine(&world, 0, violation) {
@@ -66,13 +67,14 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>) -> Report {
         }
         found = search_from(&mut exp, &mut explored, &key, init_choices, world);
     }
+    exp.stats.visited_bytes = explored.bytes();
     exp.finish(found)
 }
 
 /// Depth-first search from one start world.
 fn search_from<P: Protocol>(
     exp: &mut Exploration<'_, '_, P>,
-    explored: &mut FxHashMap<u128, u32>,
+    explored: &mut ShardedMap<u32>,
     key: &impl Fn(Fingerprint) -> u128,
     init_choices: Vec<usize>,
     init: World<P>,
@@ -95,7 +97,8 @@ fn search_from<P: Protocol>(
         };
         frame.next += 1;
         let depth = path.len() + 1;
-        let seen_at = explored.get(&key(child.fingerprint)).copied();
+        let child_key = key(child.fingerprint);
+        let seen_at = explored.shard_mut(child_key).get(&split(child_key)).copied();
         if prune && !child.violates && seen_at.is_some_and(|d| d as usize <= depth) {
             continue;
         }
@@ -118,7 +121,7 @@ fn search_from<P: Protocol>(
             }
         };
         let step = (child.action, child.choices.clone());
-        explored.insert(key(child.fingerprint), depth as u32);
+        explored.shard_mut(child_key).insert(split(child_key), depth as u32);
         let violation = match (outcome.violation, seen_at) {
             (Some(v), _) => Some(v),
             (None, None) => exp.examine(&outcome.world, depth, None),
