@@ -47,7 +47,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Acquire, Ordering::Relax
 use std::sync::{Mutex, PoisonError};
 
 /// How many top fingerprint bits pick a shard (or, for the Bloom filter, a counter stripe).
-const SHARD_BITS: u32 = 6;
+pub(crate) const SHARD_BITS: u32 = 6;
 
 /// Shards per exact or compact set, and counter stripes per Bloom filter.
 const SHARDS: usize = 1 << SHARD_BITS;

@@ -4,7 +4,7 @@
 //! Under a declared symmetry a world is stored under its orbit's canonical fingerprint, so
 //! the counts are those of orbits, the same in any order and on any thread count.
 
-use super::sharded_map::{split, ShardedMap};
+use super::sharded_map::{self, split, ShardedMap};
 use crate::fingerprint_set::FingerprintSet;
 use crate::{CheckOptions, FingerprintBits};
 use foretell_model::{Delta, Fingerprint, Protocol, Simulator, StepViolation, Successor, Unbuilt, World};
@@ -79,10 +79,7 @@ impl Seen {
     }
 
     pub(crate) fn visit(&self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
-        let key = match bits {
-            FingerprintBits::B64 => u128::from(fingerprint.short()),
-            FingerprintBits::B128 => fingerprint.0,
-        };
+        let key = sharded_map::stored_key(fingerprint, bits);
         let new = match self {
             Seen::Set(set) => set.insert(fingerprint.short()),
             Seen::Wide(set) => set.shard(key).insert(split(key), ()).is_none(),

@@ -10,11 +10,13 @@
 //! threads of a parallel search seldom wait for the same shard's lock.
 
 use super::seen::lock;
+use crate::fingerprint_set::SHARD_BITS;
+use crate::FingerprintBits;
+use foretell_model::Fingerprint;
 use rustc_hash::FxHashMap;
 use std::sync::{Mutex, MutexGuard};
 
 /// How many shards: as many as the 64-bit visited set has.
-const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
 
 /// A 128-bit key as two words: as a `u128` it would be aligned to 16 bytes, and an entry
@@ -53,6 +55,14 @@ impl<V> ShardedMap<V> {
     pub(crate) fn bytes(&self) -> u64 {
         let bucket = size_of::<(Key, V)>() as u64 + 1;
         self.shards.iter().map(|shard| lock(shard).capacity() as u64 * bucket).sum()
+    }
+}
+
+/// The key `fingerprint` is stored under: its low 64 bits, or all of them.
+pub(crate) fn stored_key(fingerprint: Fingerprint, bits: FingerprintBits) -> u128 {
+    match bits {
+        FingerprintBits::B64 => u128::from(fingerprint.short()),
+        FingerprintBits::B128 => fingerprint.0,
     }
 }
 

@@ -11,7 +11,7 @@
 //! sequence up to the depth bound.
 
 use super::seen::{key_of, Keyed};
-use super::sharded_map::{split, ShardedMap};
+use super::sharded_map::{self, split, ShardedMap};
 use crate::exploration::{Exploration, Found, Steps};
 use crate::{Pruning, Report};
 use foretell_model::{
@@ -48,10 +48,8 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>) -> Report {
     // Depth at which each distinct world was explored; a key is the fingerprint's low or full
     // bits, as for stateful search.
     let mut explored = ShardedMap::<u32>::default();
-    let key = |fp: Fingerprint| match exp.options.fingerprint_bits {
-        crate::FingerprintBits::B64 => u128::from(fp.short()),
-        crate::FingerprintBits::B128 => fp.0,
-    };
+    let bits = exp.options.fingerprint_bits;
+    let key = |fp: Fingerprint| sharded_map::stored_key(fp, bits);
     let mut found: Option<Found> = None;
     for (init_choices, world, violation) in roots {
         if found.is_some() || exp.should_stop(0) {
