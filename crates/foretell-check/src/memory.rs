@@ -1,5 +1,5 @@
 //! The process's memory: what it holds now, for memory budgets, and its peak, for the
-//! statistics of a run.
+//! statistics of a run; and the machine's, which no fixed-size table may exceed.
 //!
 //! The peak comes from `getrusage`, one system call, rather than from `/proc/self/status`,
 //! which takes about 10 µs to read: as long as a whole local model checking run of a small
@@ -17,6 +17,21 @@ fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)
+}
+
+/// The machine's physical memory in bytes (`None` where the platform does not say).
+pub(crate) fn physical_bytes() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: `sysconf` only reads constants of the system.
+        let (pages, page) =
+            unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+        u64::try_from(pages).ok()?.checked_mul(u64::try_from(page).ok()?)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 /// This process's peak resident set size in bytes (`None` where the platform does not say).
@@ -43,6 +58,12 @@ pub fn peak_resident_bytes() -> Option<u64> {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_machine_has_more_memory_than_this_test_touches() {
+        let physical = physical_bytes().expect("Linux reports its memory");
+        assert!(physical >= 64 << 20, "{physical} bytes of memory");
+    }
 
     #[test]
     fn the_peak_covers_memory_this_process_touched() {

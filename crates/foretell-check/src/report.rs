@@ -61,6 +61,10 @@ pub enum Status {
     NotCovered,
     /// An `eventually` property, which the safety engines do not check.
     NotChecked,
+    /// Local model checking built system states where the property is false, and could show
+    /// none of them reachable or unreachable within its soundness budget (or before the run
+    /// stopped): neither a violation nor a pass.
+    Undecided,
 }
 
 impl fmt::Display for Status {
@@ -71,6 +75,7 @@ impl fmt::Display for Status {
             Status::Covered => "covered",
             Status::NotCovered => "not covered",
             Status::NotChecked => "not checked by this engine",
+            Status::Undecided => "undecided (possible violations neither confirmed nor refuted)",
         })
     }
 }
@@ -162,12 +167,15 @@ pub struct Report {
 }
 
 impl Report {
-    /// `"violated"` if a violation was found, otherwise `"holds"`.
+    /// `"violated"` if a violation was found, `"undecided"` if some property is
+    /// [`Status::Undecided`], otherwise `"holds"`.
     pub fn verdict(&self) -> &'static str {
-        if self.violations.is_empty() {
-            "holds"
-        } else {
+        if !self.violations.is_empty() {
             "violated"
+        } else if self.properties.iter().any(|p| p.status == Status::Undecided) {
+            "undecided"
+        } else {
+            "holds"
         }
     }
 
@@ -225,7 +233,16 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = &self.stats;
         let mut text = String::new();
-        let _ = writeln!(text, "verdict: {} ({}; engine {})", self.verdict(), self.completion, self.engine);
+        // A lossy visited set may have taken new worlds for seen ones: "every world explored"
+        // is then only as true as the estimate below says.
+        let lossy = if self.omission.is_some() { ", as far as the lossy visited set tells" } else { "" };
+        let _ = writeln!(
+            text,
+            "verdict: {} ({}{lossy}; engine {})",
+            self.verdict(),
+            self.completion,
+            self.engine
+        );
         for p in &self.properties {
             let _ = writeln!(text, "  {:<10} {:<32} {}", p.kind, p.name, p.status);
         }
@@ -247,10 +264,14 @@ impl fmt::Display for Report {
         if let Some(o) = &self.omission {
             let _ = write!(
                 text,
-                "\nlossy visited set: {:.2e} probability per new state of being mistaken for a seen one, \
-                 about {:.1} states missed",
-                o.per_state, o.expected_missed
+                "\nlossy visited set: {:.2e} probability per new state of being mistaken for a seen one, ",
+                o.per_state
             );
+            let _ = if o.expected_missed.is_finite() {
+                write!(text, "about {:.1} states missed", o.expected_missed)
+            } else {
+                write!(text, "and it filled up: every world not seen before was then taken for a seen one")
+            };
         }
         if let Some(lmc) = &self.lmc {
             let _ = write!(text, "\n{lmc}");

@@ -1,9 +1,10 @@
 //! Local model checking on small protocols: preliminary violations that no run reaches are
 //! rejected by soundness verification (under each network discipline), sound ones are
-//! reported with a trace the simulator replays, local assertions discard states, and models
-//! the engine cannot check are refused with a reason.
+//! reported with a trace the simulator replays, local assertions discard states, models the
+//! engine cannot check are refused with a reason, and a violation soundness verification could
+//! not decide is reported as undecided, never as holding.
 
-use foretell_check::{Check, Completion, LmcMode, LmcOptions, Report};
+use foretell_check::{Check, Completion, LmcMode, LmcOptions, Report, Status};
 use foretell_model::{
     Budget, Driver, Faults, Model, ModelError, NetworkKind, NodeId, Out, Projection, Protocol, Simulator,
     World,
@@ -230,4 +231,76 @@ fn one_check_answers_for_a_group_of_combinations() {
         assert_eq!(stats.unsound, stats.preliminary_violations, "{report}");
     }
     Check::bfs(&b_first).run().assert_holds("B not first after three inputs");
+}
+
+/// Node 0 counts its ticks up to `LENGTH`, and at the last one tells node 1, which then raises
+/// its flag: the one run to the flag is `LENGTH` ticks long, so soundness verification must
+/// follow node 0 that deep.
+struct Countdown;
+
+const LENGTH: u32 = 100_000;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Done;
+
+impl Protocol for Countdown {
+    type State = u32;
+    type Msg = Done;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u32 {
+        0
+    }
+
+    fn on_input(&self, me: NodeId, ticks: &mut u32, _: &(), out: &mut Out<'_, Self>) {
+        if me == NodeId(0) && *ticks < LENGTH {
+            *ticks += 1;
+            if *ticks == LENGTH {
+                out.send(NodeId(1), Done);
+            }
+        } else {
+            out.disable();
+        }
+    }
+
+    fn on_message(&self, _: NodeId, flag: &mut u32, _: NodeId, _: &Done, _: &mut Out<'_, Self>) {
+        *flag = 1;
+    }
+}
+
+fn countdown() -> Model<Countdown> {
+    Model::new(Countdown)
+        .nodes(2)
+        .network(NetworkKind::Unordered)
+        .driver(Driver::new().spontaneous(NodeId(0), ()))
+        .always("flag down", |w| *w.state(NodeId(1)) == 0)
+}
+
+/// The search for an interleaving goes as deep as the run it finds (here 100,001 events), far
+/// deeper than a thread's stack would hold a recursion (a test thread has 2 MiB): it keeps its
+/// path on the heap.
+#[test]
+fn soundness_verification_follows_a_run_deeper_than_the_stack() {
+    let report = lmc(&countdown(), LmcMode::General);
+    let violation = report.assert_violated("flag down");
+    assert_eq!(violation.trace.steps.len(), LENGTH as usize + 1);
+}
+
+/// With a soundness budget smaller than the one run to the violation, verification gives up:
+/// the property is reported undecided (and the verdict says so), not as holding.
+#[test]
+fn a_violation_left_undecided_is_not_reported_as_holding() {
+    let options = LmcOptions { soundness_budget: 1_000, ..LmcOptions::default() };
+    let report = Check::lmc(&countdown()).lmc_options(options).run();
+    println!("{report}");
+    assert!(report.violations.is_empty(), "{report}");
+    assert_eq!(report.status("flag down"), Some(Status::Undecided), "{report}");
+    assert_eq!(report.verdict(), "undecided");
+    let stats = report.lmc.as_ref().expect("lmc statistics");
+    assert!(stats.undecided >= 1 && stats.unsound == 0, "{report}");
+    let holds = std::panic::catch_unwind(|| {
+        report.assert_holds("flag down");
+    });
+    assert!(holds.is_err(), "assert_holds accepted an undecided property");
 }

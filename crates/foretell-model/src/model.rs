@@ -538,6 +538,9 @@ pub enum ModelError {
         /// Why.
         reason: String,
     },
+    /// The search's options cannot be carried out, for the reason given.
+    #[error("{0}")]
+    BadOptions(String),
     /// Two properties share a name.
     #[error("two properties are named {0:?}")]
     DuplicateProperty(String),

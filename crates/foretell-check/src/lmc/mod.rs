@@ -155,6 +155,7 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
             calls: Cell::new(0),
             stop: Cell::new(None),
         },
+        undecided: Vec::new(),
     };
     if let Some(violation) = init_violation.or_else(|| sim.violated_invariant(&run.start)) {
         let trace = run.trace(&[]);
@@ -195,6 +196,8 @@ struct Run<'r, 's, 'm, P: Protocol> {
     stats: LmcStats,
     soundness: SoundnessCounts,
     stopper: Stopper,
+    /// Per property: whether the last exploration left a preliminary violation of it undecided.
+    undecided: Vec<bool>,
 }
 
 impl<P: Protocol> Run<'_, '_, '_, P> {
@@ -246,8 +249,10 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let verdicts = verdicts.into_inner();
         self.soundness = verdicts.verifier.counts;
         self.stats.preliminary_violations += verdicts.preliminary;
+        self.undecided = vec![false; sim.model().properties().len()];
         for (candidate, undecided) in &verdicts.unsound {
             if *undecided {
+                self.undecided[candidate.property] = true;
                 self.stats.undecided += candidate.combinations;
             } else {
                 self.stats.unsound += candidate.combinations;
@@ -344,9 +349,11 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let violations: Vec<Violation> = found.into_iter().collect();
         let model = self.sim.model();
         let mut properties = PropertyReport::for_search(model.properties(), &[], &violations);
-        for (line, property) in properties.iter_mut().zip(model.properties()) {
+        for (i, (line, property)) in properties.iter_mut().zip(model.properties()).enumerate() {
             if property.kind() != PropertyKind::Always {
                 line.status = Status::NotChecked;
+            } else if self.undecided.get(i) == Some(&true) && line.status == Status::Holds {
+                line.status = Status::Undecided;
             }
             debug_assert_eq!(line.kind, kind_name(property.kind()));
         }

@@ -28,7 +28,7 @@
 //! (or inbox) offers only its oldest message; a grow-only network never loses one.
 
 use super::combine::Place;
-use super::explore::{LocalSpace, StateId, Step};
+use super::explore::{LocalSpace, MsgId, StateId, Step};
 use super::in_flight::{step, InFlight, SEED};
 use super::Stopper;
 use foretell_model::{NetworkKind, NodeId, Protocol};
@@ -255,34 +255,116 @@ struct Search<'a, 's, 'm, P: Protocol> {
     out_of_budget: bool,
 }
 
+/// How [`Search::enter`] left a position.
+enum Entered {
+    /// Every node is placed and the goal holds: the search is over.
+    Found,
+    /// Nothing to explore from here: seen before, or the budget ran out.
+    Closed,
+    /// To be explored.
+    Open,
+}
+
+/// A position on the search's path: which of its events comes next, and how to take back the
+/// one being explored below it.
+struct Frame {
+    /// The node whose events are being tried, and the next of them (an index into its edges).
+    node: usize,
+    next: usize,
+    taken: Option<Taken>,
+}
+
+/// What taking an event changed: the node's state before it, the messages it produced (pushed
+/// last), and the message it consumed with where it was.
+struct Taken {
+    node: usize,
+    from: StateId,
+    produced: usize,
+    consumed: Option<(MsgId, usize)>,
+}
+
 impl<P: Protocol> Search<'_, '_, '_, P> {
     /// Whether the targets are reachable from `positions` with `net` in flight.
     ///
     /// A node placed in a target state may still move on, to another target or (round a cycle)
     /// back, sending what others may need; a node whose graph has no cycle has no edge left at
     /// its last target, since the forward edges lead only to states that reach a target.
-    fn go(&mut self, positions: &mut Vec<StateId>, net: &mut InFlight<'_>) -> bool {
+    ///
+    /// The path is a stack of [`Frame`]s on the heap, not the call stack: its depth is bounded
+    /// only by the budget of positions, which can be far deeper than a thread's stack allows.
+    /// When it answers `false`, `positions` and `net` are left wherever the search stopped.
+    fn go(&mut self, positions: &mut [StateId], net: &mut InFlight<'_>) -> bool {
+        match self.enter(positions, net) {
+            Entered::Found => return true,
+            Entered::Closed => return false,
+            Entered::Open => {}
+        }
+        let mut path = vec![self.frame(positions)];
+        while let Some(frame) = path.last_mut() {
+            if let Some(taken) = frame.taken.take() {
+                self.take_back(taken, positions, net);
+                if self.out_of_budget {
+                    return false;
+                }
+            }
+            let Some(taken) = self.take_next(frame, positions, net) else {
+                path.pop();
+                continue;
+            };
+            frame.taken = Some(taken);
+            match self.enter(positions, net) {
+                Entered::Found => return true,
+                Entered::Closed => {}
+                Entered::Open => path.push(self.frame(positions)),
+            }
+        }
+        false
+    }
+
+    /// A position's frame, before its first event.
+    fn frame(&self, positions: &[StateId]) -> Frame {
+        let next = positions.first().map_or(0, |&state| self.forward[0].from(state).start);
+        Frame { node: 0, next, taken: None }
+    }
+
+    /// Counts a position reached, and says whether to explore it.
+    fn enter(&mut self, positions: &[StateId], net: &InFlight<'_>) -> Entered {
         // A position seen before was no success then, nor below it.
         if !self.seen.insert(position_key(positions, net)) {
-            return false;
+            return Entered::Closed;
         }
         let placed = positions.iter().zip(self.targets).all(|(&p, t)| t.admits(p));
         if placed && (self.goal)(positions) {
-            return true;
+            return Entered::Found;
         }
         self.examined += 1;
         if self.examined > self.budget || self.stopper.stopped() {
             self.out_of_budget = true;
-            return false;
+            return Entered::Closed;
         }
-        for node in 0..positions.len() {
+        Entered::Open
+    }
+
+    /// Takes the next enabled event of `frame`'s position (nodes in order, each node's events
+    /// in order), moving the cursor past it; `None` when none is left.
+    fn take_next(
+        &mut self,
+        frame: &mut Frame,
+        positions: &mut [StateId],
+        net: &mut InFlight<'_>,
+    ) -> Option<Taken> {
+        while frame.node < positions.len() {
+            let node = frame.node;
             let at = positions[node];
-            for i in self.forward[node].from(at) {
-                let event = self.forward[node].events[i];
+            let edges = &self.forward[node];
+            let end = edges.from(at).end;
+            while frame.next < end {
+                let event = edges.events[frame.next];
+                frame.next += 1;
                 let pred = &self.space.nodes[node].states[event.to as usize].preds[event.pred as usize];
                 let consumed = match pred.step {
                     Step::Deliver(m) => match net.take(m) {
-                        Some(at) => Some((m, at)),
+                        Some(slot) => Some((m, slot)),
                         None => continue,
                     },
                     Step::Local(_) => None,
@@ -292,23 +374,26 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
                 }
                 positions[node] = event.to;
                 self.order.push((NodeId::new(node), event));
-                if self.go(positions, net) {
-                    return true;
-                }
-                self.order.pop();
-                positions[node] = at;
-                for _ in 0..pred.produced.len() {
-                    net.pop();
-                }
-                if let Some((m, at)) = consumed {
-                    net.put_back(at, m);
-                }
-                if self.out_of_budget {
-                    return false;
-                }
+                return Some(Taken { node, from: at, produced: pred.produced.len(), consumed });
+            }
+            frame.node += 1;
+            if let Some(&state) = positions.get(frame.node) {
+                frame.next = self.forward[frame.node].from(state).start;
             }
         }
-        false
+        None
+    }
+
+    /// Undoes `taken`, in the reverse order of [`Search::take_next`].
+    fn take_back(&mut self, taken: Taken, positions: &mut [StateId], net: &mut InFlight<'_>) {
+        self.order.pop();
+        positions[taken.node] = taken.from;
+        for _ in 0..taken.produced {
+            net.pop();
+        }
+        if let Some((m, slot)) = taken.consumed {
+            net.put_back(slot, m);
+        }
     }
 }
 
