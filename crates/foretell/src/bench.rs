@@ -74,10 +74,10 @@ pub fn run(runs: u32, large: bool, threads: &[usize]) -> Result<ExitCode> {
             row.reports.push(row.model.check(&options)?);
         }
     }
-    println!(
+    outln!(
         "| system | engine | threads | unique states | transitions | median s | median states/s | speed-up |"
     );
-    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    outln!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for row in &rows {
         let stats = &row.reports[0].stats;
         let median = row.median_seconds();
@@ -86,7 +86,7 @@ pub fn run(runs: u32, large: bool, threads: &[usize]) -> Result<ExitCode> {
             .find(|r| r.label == row.label && r.engine == row.engine && r.threads == 1)
             .map(|r| r.median_seconds());
         let speed_up = one_thread.map_or("".to_string(), |one| format!("{:.2}x", one / median));
-        println!(
+        outln!(
             "| {} | {} | {} | {} | {} | {median:.3} | {:.0} | {speed_up} |",
             row.label,
             row.engine,

@@ -201,6 +201,6 @@ pub fn run(executions: u64) -> Result<ExitCode> {
         let label = set.first().map_or(system.to_string(), |(_, n)| format!("{system} ({n})"));
         let _ = writeln!(out, "| {label} | {} | {} |", percent(&caching), exact_cell(&exact));
     }
-    print!("{out}");
+    out!("{out}");
     Ok(ExitCode::SUCCESS)
 }

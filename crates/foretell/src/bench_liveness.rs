@@ -201,15 +201,15 @@ fn run_bugs(cases: &[BugCase], runs: u32) -> Result<Vec<Vec<LivenessReport>>> {
 
 /// Prints the bug table.
 fn print_bugs(cases: &[BugCase], reports: &[Vec<LivenessReport>]) {
-    println!(
+    outln!(
         "| bug | start | d / dmax / k | found C1 | critical step | median s to first suspect | \
          median s to C1 | median s in all | median walks | median walks/s | median walk steps/s |"
     );
-    println!("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    outln!("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (case, reports) in cases.iter().zip(reports) {
         let stat = |f: fn(&LivenessReport) -> Option<f64>| median(reports.iter().filter_map(f).collect());
         let Search { depth, dmax, walks, .. } = case.search;
-        println!(
+        outln!(
             "| {} | {} | {depth} / {dmax} / {walks} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
             case.label,
             case.start,
@@ -322,16 +322,16 @@ fn steps(value: Option<usize>, dmax: usize) -> String {
 
 /// Measures and prints the Figure 4 table.
 fn print_figure4(cases: &[WalkCase]) -> Result<()> {
-    println!(
+    outln!(
         "| system (fixed) | start | weights | walks | dmax | median steps | 90th percentile | \
          mean steps (reached) | reached live within dmax |"
     );
-    println!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    outln!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for case in cases {
         for (name, weights) in [("biased", Weights::BIASED), ("uniform", Weights::UNIFORM)] {
             eprintln!("walks to liveness: {} from {}, {name}", case.label, case.start);
             let d = Distribution::of((case.walks)(weights)?);
-            println!(
+            outln!(
                 "| {} | {} | {name} ({weights}) | {} | {} | {} | {} | {} | {:.1}% |",
                 case.label,
                 case.start,
@@ -352,7 +352,7 @@ pub fn run(runs: u32) -> Result<ExitCode> {
     let cases = bugs();
     let reports = run_bugs(&cases, runs)?;
     print_bugs(&cases, &reports);
-    println!();
+    outln!();
     print_figure4(&fixed_systems())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -64,14 +64,14 @@ fn run_one(model: &Model<Paxos>, options: &CheckOptions) -> Result<Report> {
 pub fn run(runs: u32, seconds: u64) -> Result<ExitCode> {
     let budget = Some(Duration::from_secs(seconds));
     let one = model(&parse_proposals("0:1").expect("valid"), 0, Bug::None);
-    println!(
+    outln!(
         "Paxos, 3 nodes, one proposal, no resets (LMC Figure 10), median of {runs} runs (B-DFS: one run of at \
          most {seconds} s):\n"
     );
-    println!(
+    outln!(
         "| engine | median s | transitions | states | system states | completion | vs global BFS | paper |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    outln!("|---|---|---|---|---|---|---|---|");
     let mut bfs_seconds = None;
     for engine in engines() {
         let mut reports = Vec::new();
@@ -92,7 +92,7 @@ pub fn run(runs: u32, seconds: u64) -> Result<ExitCode> {
             Some(lmc) => (format!("{} local", last.stats.unique_states), lmc.system_states.to_string()),
             None => (last.stats.unique_states.to_string(), "-".into()),
         };
-        println!(
+        outln!(
             "| {} | {:.6} | {} | {} | {} | {} | {:.1}x | {} |",
             engine.label,
             median,
@@ -105,12 +105,12 @@ pub fn run(runs: u32, seconds: u64) -> Result<ExitCode> {
         );
     }
     let two = model(&parse_proposals("0:1,1:2").expect("valid"), 0, Bug::None);
-    println!(
+    outln!(
         "\nPaxos, 3 nodes, two proposals from two nodes, no resets: {seconds} s per engine (the paper: \
               B-DFS reached depth 20, LMC 39, of 41, in hours):\n"
     );
-    println!("| engine | depth reached (BFS: levels completed; LMC: longest event sequence) | transitions | states | preliminary violations (unsound) | completion |");
-    println!("|---|---|---|---|---|---|");
+    outln!("| engine | depth reached (BFS: levels completed; LMC: longest event sequence) | transitions | states | preliminary violations (unsound) | completion |");
+    outln!("|---|---|---|---|---|---|");
     for engine in engines().into_iter().filter(|e| e.options.engine != EngineKind::Stateless) {
         eprintln!("{}: {seconds} s on two proposals", engine.label);
         let options = CheckOptions { timeout: budget, ..engine.options };
@@ -124,7 +124,7 @@ pub fn run(runs: u32, seconds: u64) -> Result<ExitCode> {
             None if report.completion == Completion::Exhausted => (report.stats.max_depth, "-".into()),
             None => (report.stats.max_depth.saturating_sub(1), "-".into()),
         };
-        println!(
+        outln!(
             "| {} | {} | {} | {} | {} | {} |",
             engine.label,
             depth,

@@ -145,6 +145,11 @@ pub struct LmcArgs {
     /// With --engine lmc: a message sent again on one path is explored at most K more times.
     #[arg(long, value_name = "K")]
     pub lmc_duplicates: Option<u32>,
+    /// With --engine lmc: one soundness verification examines at most N positions (node states
+    /// and messages in flight) before it leaves its preliminary violation undecided [default:
+    /// 1048576].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub lmc_soundness_budget: Option<u64>,
 }
 
 impl LmcArgs {
@@ -154,6 +159,7 @@ impl LmcArgs {
             || self.lmc_local_events.is_some()
             || self.lmc_iterative
             || self.lmc_duplicates.is_some()
+            || self.lmc_soundness_budget.is_some()
     }
 }
 

@@ -8,7 +8,9 @@
 //! the merged report and writes the trace. There is no authentication: trusted networks only.
 
 use crate::cli::{parse_seconds, SystemChoice};
-use crate::commands::{print_violation, progress_bar, show_progress_as, violation_json};
+use crate::commands::{
+    self, print_violation, progress_bar, show_progress_as, usable_trace_out, violation_json,
+};
 use anyhow::{Context, Result};
 use foretell_check::{CheckOptions, Progress, Report, Violation};
 use foretell_cluster::{ClusterConfig, SwarmReport};
@@ -93,6 +95,7 @@ pub struct ClusterArgs {
 /// Runs `foretell cluster`: exit code 0 when every property holds (or on processes other than
 /// 0), 1 when process 0 reports a violation.
 pub fn run(args: ClusterArgs) -> Result<ExitCode> {
+    usable_trace_out(args.trace_out.as_deref())?;
     let system = foretell_systems::find(&args.target.system)?;
     let settings = system.settings(args.target.bug.as_deref(), &args.target.set)?;
     let model = foretell_systems::cluster_model(&system, &settings)?;
@@ -156,13 +159,10 @@ fn show_progress(bar: &ProgressBar, p: &Progress) {
     show_progress_as(bar, p, "level");
 }
 
-/// Names `violation`'s system and writes its trace; returns the file.
-fn write_trace(violation: &mut Violation, args: &ClusterArgs, system: &SystemRef) -> Result<PathBuf> {
-    violation.trace.system = Some(system.clone());
+/// Names `violation`'s system and writes its trace; returns the file, if it could be written.
+fn write_trace(violation: &mut Violation, args: &ClusterArgs, system: &SystemRef) -> Option<PathBuf> {
     let path = args.trace_out.clone().unwrap_or_else(|| args.target.default_trace_file(0));
-    std::fs::write(&path, violation.trace.to_json())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
+    commands::write_trace(Some(&mut violation.trace), system, path)
 }
 
 fn cluster_json(config: &ClusterConfig) -> serde_json::Value {
@@ -177,7 +177,7 @@ fn print_bfs(
 ) -> Result<ExitCode> {
     let mut files = Vec::new();
     for violation in &mut report.violations {
-        files.push(write_trace(violation, args, system)?);
+        files.push(write_trace(violation, args, system));
     }
     if args.json {
         let properties: serde_json::Map<String, serde_json::Value> = report
@@ -186,7 +186,7 @@ fn print_bfs(
             .map(|p| (p.name.clone(), json!({"kind": p.kind, "status": p.status})))
             .collect();
         let violations: Vec<_> =
-            report.violations.iter().zip(&files).map(|(v, f)| violation_json(v, f)).collect();
+            report.violations.iter().zip(&files).map(|(v, f)| violation_json(v, f.as_deref())).collect();
         let out = json!({
             "system": system.name,
             "variant": system.variant,
@@ -200,16 +200,18 @@ fn print_bfs(
             "stats": report.stats,
             "violations": violations,
         });
-        println!("{out}");
+        outln!("{out}");
     } else {
         let variant = system.variant.as_deref().unwrap_or("correct version");
-        println!(
+        outln!(
             "{} ({variant}) on {} process(es) of {} worker(s)",
-            system.name, config.processes, config.workers
+            system.name,
+            config.processes,
+            config.workers
         );
-        println!("{report}");
+        outln!("{report}");
         for (violation, file) in report.violations.iter().zip(&files) {
-            print_violation(violation, file);
+            print_violation(violation, file.as_deref());
         }
     }
     Ok(if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -221,11 +223,8 @@ fn print_swarm(
     config: &ClusterConfig,
     system: &SystemRef,
 ) -> Result<ExitCode> {
-    let file = match &mut report.violation {
-        Some(violation) => Some(write_trace(violation, args, system)?),
-        None => None,
-    };
-    let found = report.violation.as_ref().zip(file.as_deref());
+    let file = report.violation.as_mut().and_then(|violation| write_trace(violation, args, system));
+    let found = report.violation.as_ref().map(|v| (v, file.as_deref()));
     if args.json {
         let out = json!({
             "system": system.name,
@@ -240,17 +239,20 @@ fn print_swarm(
             "seconds": report.seconds,
             "violations": found.map(|(v, f)| violation_json(v, f)).into_iter().collect::<Vec<_>>(),
         });
-        println!("{out}");
+        outln!("{out}");
     } else {
         let variant = system.variant.as_deref().unwrap_or("correct version");
-        println!(
+        outln!(
             "{} ({variant}): swarm of {} process(es) of {} worker(s), seed {}",
-            system.name, config.processes, config.workers, args.seed
+            system.name,
+            config.processes,
+            config.workers,
+            args.seed
         );
         let verdict =
             if found.is_some() { "violated" } else { "no violation found (walks are not exhaustive)" };
-        println!("verdict: {verdict}");
-        println!("{} walks, {} steps, {:.2} s", report.walks, report.steps, report.seconds);
+        outln!("verdict: {verdict}");
+        outln!("{} walks, {} steps, {:.2} s", report.walks, report.steps, report.seconds);
         if let Some((violation, file)) = found {
             print_violation(violation, file);
         }

@@ -34,9 +34,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Show { file, states } => {
             let trace = load_trace(&file)?;
             if trace.liveness.is_some() {
-                print!("{}", foretell_check::describe_trace(&trace));
+                out!("{}", foretell_check::describe_trace(&trace));
             } else {
-                print!("{}", trace.to_text(states));
+                out!("{}", trace.to_text(states));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -45,29 +45,30 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 
 fn list() -> Result<ExitCode> {
     for system in foretell_systems::systems() {
-        println!("{}: {}", system.name, system.about);
+        outln!("{}: {}", system.name, system.about);
         for p in system.params {
-            println!("    --set {}={:<8} {}", p.name, p.default, p.help);
+            outln!("    --set {}={:<8} {}", p.name, p.default, p.help);
         }
         for v in system.variants {
-            println!("    --bug {:<18} {}", v.name, v.help);
+            outln!("    --bug {:<18} {}", v.name, v.help);
         }
         for s in system.scenarios {
-            println!("    --from {:<17} {}", s.name, s.help);
+            outln!("    --from {:<17} {}", s.name, s.help);
         }
         let model = (system.build)(&system.settings(None, &[])?)?;
         let summary = model.summary();
         for p in summary.properties {
-            println!("    {:<10} {}", p.kind, p.name);
+            outln!("    {:<10} {}", p.kind, p.name);
         }
         for monitor in summary.monitors {
-            println!("    {:<10} {monitor}", "monitor");
+            outln!("    {:<10} {monitor}", "monitor");
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode> {
+    usable_trace_out(args.trace_out.as_deref())?;
     let (system, settings) = configured(&args.target, args.from.as_deref())?;
     let model = system.build_model(&settings)?;
     let interrupt = interrupt_on_ctrl_c()?;
@@ -91,16 +92,11 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     let mut report = model.check(&options)?;
     bar.finish_and_clear();
     let system_ref = system.trace_ref(&settings);
-    let mut trace_files = Vec::new();
-    for (i, violation) in report.violations.iter_mut().enumerate() {
-        violation.trace.system = Some(system_ref.clone());
-        let path = trace_path(&args, i);
-        std::fs::write(&path, violation.trace.to_json())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        trace_files.push(path);
-    }
+    let trace_files: Vec<Option<PathBuf>> = (report.violations.iter_mut().enumerate())
+        .map(|(i, violation)| write_trace(Some(&mut violation.trace), &system_ref, trace_path(&args, i)))
+        .collect();
     if args.json {
-        println!("{}", report_json(&report, &system_ref, &trace_files));
+        outln!("{}", report_json(&report, &system_ref, &trace_files));
     } else {
         print_report(&report, &system_ref, &trace_files);
     }
@@ -130,11 +126,12 @@ fn lmc_options(args: &CheckArgs) -> Result<LmcOptions> {
         local_events: args.lmc.lmc_local_events,
         iterative: args.lmc.lmc_iterative,
         duplicates: args.lmc.lmc_duplicates.unwrap_or(defaults.duplicates),
-        ..defaults
+        soundness_budget: args.lmc.lmc_soundness_budget.unwrap_or(defaults.soundness_budget),
     })
 }
 
 fn liveness(args: LivenessArgs) -> Result<ExitCode> {
+    usable_trace_out(args.trace_out.as_deref())?;
     let (system, mut settings) = configured(&args.target, None)?;
     let prefix = match args.prefix.as_deref() {
         None => Prefix::Start,
@@ -173,9 +170,9 @@ fn liveness(args: LivenessArgs) -> Result<ExitCode> {
     let system_ref = system.trace_ref(&settings);
     let file = (args.trace_out.clone())
         .unwrap_or_else(|| PathBuf::from(format!("{}.liveness.json", args.target.file_stem())));
-    let written = write_trace(report.trace.as_mut(), &system_ref, file)?;
+    let written = write_trace(report.trace.as_mut(), &system_ref, file);
     if args.json {
-        println!("{}", liveness_json(&report, &system_ref, written.as_deref()));
+        outln!("{}", liveness_json(&report, &system_ref, written.as_deref()));
     } else {
         print_text(&system_ref, &format!("{report}\n"), written.as_deref());
     }
@@ -221,25 +218,42 @@ pub(crate) fn interrupt_on_ctrl_c() -> Result<Interrupt> {
     Ok(interrupt)
 }
 
-/// Writes `trace`, if there is one, to `file`, naming `system` in it; the file written.
-pub(crate) fn write_trace(
-    trace: Option<&mut Trace>,
-    system: &SystemRef,
-    file: PathBuf,
-) -> Result<Option<PathBuf>> {
-    let Some(trace) = trace else { return Ok(None) };
+/// Refuses a `--trace-out` path that no trace could be written to (a directory, or a file in a
+/// directory that does not exist) before a search runs, rather than after it.
+pub(crate) fn usable_trace_out(path: Option<&Path>) -> Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    if path.is_dir() {
+        bail!("--trace-out {}: is a directory", path.display());
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        bail!("--trace-out {}: there is no directory {}", path.display(), parent.display());
+    }
+    Ok(())
+}
+
+/// Writes `trace`, if there is one, to `file`, naming `system` in it; the file written. A trace
+/// that cannot be written is reported on stderr and the run's report still printed: a search
+/// that may have taken hours is not thrown away for its output file.
+pub(crate) fn write_trace(trace: Option<&mut Trace>, system: &SystemRef, file: PathBuf) -> Option<PathBuf> {
+    let trace = trace?;
     trace.system = Some(system.clone());
-    std::fs::write(&file, trace.to_json()).with_context(|| format!("cannot write {}", file.display()))?;
-    Ok(Some(file))
+    match std::fs::write(&file, trace.to_json()) {
+        Ok(()) => Some(file),
+        Err(error) => {
+            eprintln!("foretell: cannot write the trace to {}: {error}", file.display());
+            None
+        }
+    }
 }
 
 /// Prints a text report: the system and variant, the report, and where its trace went.
 pub(crate) fn print_text(system: &SystemRef, report: &str, written: Option<&Path>) {
     let variant = system.variant.as_deref().unwrap_or("correct version");
-    println!("{} ({variant})", system.name);
-    print!("{report}");
+    outln!("{} ({variant})", system.name);
+    out!("{report}");
     if let Some(file) = written {
-        println!("trace written to {} (foretell show {0}; foretell replay {0})", file.display());
+        outln!("trace written to {} (foretell show {0}; foretell replay {0})", file.display());
     }
 }
 
@@ -297,42 +311,51 @@ pub(crate) fn show_progress_as(bar: &ProgressBar, p: &Progress, queue: &str) {
     bar.tick();
 }
 
-fn print_report(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) {
+fn print_report(report: &Report, system: &SystemRef, trace_files: &[Option<PathBuf>]) {
     let variant = system.variant.as_deref().unwrap_or("correct version");
-    println!("{} ({variant})", system.name);
-    println!("{report}");
+    outln!("{} ({variant})", system.name);
+    outln!("{report}");
     for (violation, file) in report.violations.iter().zip(trace_files) {
-        print_violation(violation, file);
+        print_violation(violation, file.as_deref());
     }
 }
 
-/// Prints a violation's trace and where it was written.
-pub(crate) fn print_violation(violation: &Violation, file: &Path) {
-    println!();
-    println!(
+/// Prints a violation's trace and where it was written (`None`: it could not be).
+pub(crate) fn print_violation(violation: &Violation, file: Option<&Path>) {
+    outln!();
+    outln!(
         "violation of {:?} ({}) in {} steps:",
         violation.property,
         violation.kind,
         violation.trace.steps.len()
     );
-    print!("{}", violation.trace.to_text(false));
-    println!("trace written to {} (foretell show {0} --states; foretell replay {0})", file.display());
+    out!("{}", violation.trace.to_text(false));
+    match file {
+        Some(file) => {
+            outln!("trace written to {} (foretell show {0} --states; foretell replay {0})", file.display())
+        }
+        None => outln!("trace not written (see the error above)"),
+    }
 }
 
 /// A violation in a JSON report: what was violated and where its trace was written.
-pub(crate) fn violation_json(violation: &Violation, file: &Path) -> serde_json::Value {
+pub(crate) fn violation_json(violation: &Violation, file: Option<&Path>) -> serde_json::Value {
     json!({
         "property": violation.property,
         "kind": violation.kind,
         "message": violation.message,
         "steps": violation.trace.steps.len(),
-        "trace_file": file.display().to_string(),
+        "trace_file": file.map(|f| f.display().to_string()),
     })
 }
 
-fn report_json(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) -> serde_json::Value {
-    let violations: Vec<_> =
-        report.violations.iter().zip(trace_files).map(|(v, file)| violation_json(v, file)).collect();
+fn report_json(report: &Report, system: &SystemRef, trace_files: &[Option<PathBuf>]) -> serde_json::Value {
+    let violations: Vec<_> = report
+        .violations
+        .iter()
+        .zip(trace_files)
+        .map(|(v, file)| violation_json(v, file.as_deref()))
+        .collect();
     let properties: serde_json::Map<String, serde_json::Value> = report
         .properties
         .iter()
@@ -347,6 +370,7 @@ fn report_json(report: &Report, system: &SystemRef, trace_files: &[PathBuf]) -> 
         "completion": report.completion,
         "properties": properties,
         "stats": report.stats,
+        "omission": report.omission,
         "lmc": report.lmc,
         "violations": violations,
     })
@@ -372,16 +396,19 @@ fn replay(file: &Path) -> Result<ExitCode> {
     match model.replay(&trace) {
         Ok(summary) => {
             match &summary.verdict {
-                Some(v) => println!(
+                Some(v) => outln!(
                     "replayed {} steps: {:?} is violated at step {} ({})",
-                    summary.steps, v.property, v.step, v.message
+                    summary.steps,
+                    v.property,
+                    v.step,
+                    v.message
                 ),
-                None => println!("replayed {} steps: every fingerprint matches, no violation", summary.steps),
+                None => outln!("replayed {} steps: every fingerprint matches, no violation", summary.steps),
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(error) => {
-            println!("replay departs from {}: {error}", file.display());
+            outln!("replay departs from {}: {error}", file.display());
             Ok(ExitCode::from(1))
         }
     }

@@ -2,7 +2,9 @@
 //! text or JSON, and the finding's trace to a file.
 
 use crate::cli::LassoArgs;
-use crate::commands::{configured, interrupt_on_ctrl_c, print_text, progress_bar, write_trace};
+use crate::commands::{
+    configured, interrupt_on_ctrl_c, print_text, progress_bar, usable_trace_out, write_trace,
+};
 use anyhow::Result;
 use foretell_check::{FoundKind, LassoFindingReport, LassoOptions, LassoReport};
 use foretell_model::SystemRef;
@@ -12,6 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: LassoArgs) -> Result<ExitCode> {
+    usable_trace_out(args.trace_out.as_deref())?;
     let (system, settings) = configured(&args.target, args.from.as_deref())?;
     let model = system.build_model(&settings)?;
     let interrupt = interrupt_on_ctrl_c()?;
@@ -42,9 +45,9 @@ pub fn run(args: LassoArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from(format!("{}.lasso.json", args.target.file_stem())));
     // The liveness finding's trace is written; a safety violation's when there is none.
     let finding = report.finding.as_mut().or(report.violation.as_mut());
-    let written = write_trace(finding.map(|f| &mut f.trace), &system_ref, file)?;
+    let written = write_trace(finding.map(|f| &mut f.trace), &system_ref, file);
     if args.json {
-        println!("{}", report_json(&report, &system_ref, written.as_deref()));
+        outln!("{}", report_json(&report, &system_ref, written.as_deref()));
     } else {
         print_text(&system_ref, &report.to_string(), written.as_deref());
     }

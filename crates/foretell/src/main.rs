@@ -4,6 +4,8 @@
 //! stderr. Exit codes: 0 every property holds within the bounds explored, 1 a violation was
 //! found (or a replay departs from its trace), 2 bad usage or bad input, with a one-line reason.
 
+#[macro_use]
+mod output;
 mod bench;
 mod bench_lasso;
 mod bench_liveness;

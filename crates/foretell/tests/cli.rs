@@ -239,3 +239,83 @@ fn bench_liveness_prints_both_tables() {
     let conflict = foretell(&["bench", "--liveness", "--large"], &dir);
     assert_eq!(conflict.status.code(), Some(2), "{conflict:?}");
 }
+
+/// A reader that stops reading (`foretell list | head -1`) ends the command quietly, and a
+/// full disk is a one-line error with exit 2: never a panic.
+#[test]
+fn a_closed_or_full_stdout_is_no_panic() {
+    let dir = scratch("stdout");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(["list"])
+        .current_dir(&*dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take()); // the reader goes away before the first line
+    let output = child.wait_with_output().expect("the binary ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("Linux has /dev/full");
+    let output = Command::new(env!("CARGO_BIN_EXE_foretell"))
+        .args(["check", "two-phase-commit", "--set", "rms=2", "--json"])
+        .current_dir(&*dir)
+        .stdout(full)
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("foretell: cannot write to standard output"), "{stderr}");
+}
+
+/// A `--trace-out` no trace can go to is refused before the search; one that fails only when
+/// written still leaves the report printed, with the violation's exit code.
+#[test]
+fn an_unusable_trace_file_does_not_cost_the_report() {
+    let dir = scratch("trace-out");
+    for (target, problem) in [("missing/bug.json", "there is no directory missing"), (".", "is a directory")]
+    {
+        for command in ["check", "liveness", "lasso"] {
+            let output = foretell(&[command, "two-phase-commit", "--trace-out", target], &dir);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
+            assert!(stderr.contains(problem), "{command}: {stderr}");
+        }
+    }
+    // A trace file that turns out unwritable: a name the system refuses (too long for a file).
+    let long = format!("{}.json", "x".repeat(300));
+    let output = foretell(
+        &["check", "two-phase-commit", "--bug", "early-commit", "--json", "--trace-out", &long],
+        &dir,
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report = json(&output.stdout);
+    assert_eq!(report["verdict"], "violated");
+    assert_eq!(report["violations"][0]["trace_file"], serde_json::Value::Null);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot write the trace"), "{output:?}");
+}
+
+/// A lossy visited set's estimate of what it missed is in the JSON report too, and a filter
+/// larger than the machine is refused rather than aborting the process.
+#[test]
+fn lossy_memory_modes_report_their_omissions_and_sane_sizes() {
+    let dir = scratch("lossy");
+    let output =
+        foretell(&["check", "two-phase-commit", "--set", "rms=3", "--memory", "bitstate:8", "--json"], &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = json(&output.stdout);
+    assert!(report["stats"]["unique_states"].as_u64().unwrap() < 288, "{report}");
+    assert!(report["omission"]["per_state"].as_f64().unwrap() > 0.5, "{report}");
+
+    let text =
+        stdout(&foretell(&["check", "two-phase-commit", "--set", "rms=3", "--memory", "compact"], &dir));
+    assert!(text.contains("as far as the lossy visited set tells"), "{text}");
+
+    let output =
+        foretell(&["check", "two-phase-commit", "--set", "rms=2", "--memory", "bitstate:1024T"], &dir);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("larger than this machine's memory"), "{stderr}");
+}

@@ -92,7 +92,8 @@ fn a_memory_budget_stops_the_run_cleanly() {
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let report = support::json(&output.stdout);
     assert_eq!(report["completion"], "memory_bound", "{report}");
-    assert_eq!(report["verdict"], "holds", "{report}");
+    // Nothing was shown reachable; what the stop cut short of verification is undecided.
+    assert!(["holds", "undecided"].contains(&report["verdict"].as_str().unwrap()), "{report}");
     let peak = report["stats"]["peak_memory"].as_u64().expect("Linux reports the peak");
     assert!(peak <= (50 << 20) + (5 << 20), "peak {peak} bytes against a budget of 50 MiB");
 }
@@ -111,4 +112,22 @@ fn misused_flags_are_refused() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
         assert!(!output.stderr.is_empty(), "{args:?} gives a reason");
     }
+}
+
+/// With a soundness budget too small to follow any run, the bug's preliminary violations stay
+/// undecided: the verdict says so (exit 0: no violation shown, as at any bound), never "holds".
+#[test]
+fn a_soundness_budget_too_small_leaves_the_verdict_undecided() {
+    let dir = scratch("lmc-undecided");
+    let args: Vec<&str> = LIVE
+        .iter()
+        .copied()
+        .chain(["--bug", "last-promise", "--lmc-mode", "projected", "--lmc-soundness-budget", "1", "--json"])
+        .collect();
+    let output = foretell(&args, &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = support::json(&output.stdout);
+    assert_eq!(report["verdict"], "undecided", "{report}");
+    assert_eq!(report["properties"]["agreement"]["status"], "undecided", "{report}");
+    assert!(report["lmc"]["undecided"].as_u64().unwrap() > 0, "{report}");
 }
