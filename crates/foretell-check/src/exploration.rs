@@ -15,8 +15,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often (in examined worlds or steps) the clock, the interrupt flag and the bounds are
-/// polled; progress is reported at most every `PROGRESS_EVERY`.
-const POLL_EVERY: u64 = 1 << 10;
+/// polled (here, and on the liveness engine's walks); progress is reported at most every
+/// `PROGRESS_EVERY`.
+pub(crate) const POLL_EVERY: u64 = 1 << 10;
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
 /// The steps of a path: each action with its handler's choice values.

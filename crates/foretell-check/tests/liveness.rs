@@ -1,13 +1,17 @@
 //! The liveness engine (MaceMC, NSDI'07: section 4's search for dead states and Algorithm 2's
 //! critical transition, section 3.1's divergence check, section 4.3's prefix-based search) on
 //! toy protocols whose answers are known in advance: a gauge jammed by a one-shot `Break`, a
-//! token ring that loses its token, philosophers who never eat, a handler that never returns.
+//! token ring that loses its token, philosophers who never eat, a handler that never returns,
+//! and a treadmill whose walks take minutes (for a run that must stop in the middle of one).
 //!
 //! The toys are small enough that the exhaustive part and the walks take milliseconds, and the
 //! probabilities the engine relies on (that some of `k` walks from a recoverable world recover)
 //! are close enough to 1 that the fixed seeds are not what makes the tests pass.
 
-use foretell_check::{Liveness, LivenessError, LivenessReport, LivenessVerdict, Prefix};
+use foretell_check::{
+    Completion, Interrupt, Liveness, LivenessError, LivenessOptions, LivenessProgress, LivenessReport,
+    LivenessVerdict, Prefix,
+};
 use foretell_model::{
     Budget, Driver, Event, Faults, Model, ModelError, NodeId, Out, Protocol, Scenario, Simulator, Trace,
     TraceStep, ViolationKind, Weights, World,
@@ -308,6 +312,39 @@ fn spinner(hang_at: Option<u8>) -> (Model<Spinner>, Release) {
         .driver(Driver::new().spontaneous(NodeId(0), Knob::Inc).spontaneous(NodeId(0), Knob::Poll))
         .eventually("top", |w: &World<Spinner>| *w.state(NodeId(0)) == TOP);
     (model, Release(released))
+}
+
+/// A runner on a treadmill: every stride takes a little wall-clock time (a sleep of 50 µs, so
+/// about 10,000 strides a second, as a system with real handlers might) and none gets anywhere:
+/// no world is live. Every walk runs to `dmax`, so with a large `dmax` a walk takes minutes
+/// (and memory stays small: a million steps are a few tens of megabytes).
+struct Treadmill;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Stride;
+
+impl Protocol for Treadmill {
+    type State = u64;
+    type Msg = ();
+    type Timer = ();
+    type Input = Stride;
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u64 {
+        0
+    }
+
+    fn on_message(&self, _: NodeId, _: &mut u64, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+
+    fn on_input(&self, _: NodeId, strides: &mut u64, _: &Stride, _: &mut Out<'_, Self>) {
+        std::thread::sleep(Duration::from_micros(50));
+        *strides += 1;
+    }
+}
+
+fn treadmill() -> Model<Treadmill> {
+    Model::new(Treadmill)
+        .driver(Driver::new().spontaneous(NodeId(0), Stride))
+        .eventually("arrived", |_: &World<Treadmill>| false)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -873,4 +910,96 @@ fn every_initial_world_is_searched() {
     let trace = report.assert_dead();
     assert_eq!(trace.initial.choices, [1], "{report}");
     assert_eq!(report.critical_step(), Some(2), "{report}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Stopping
+// ---------------------------------------------------------------------------------------------
+
+/// Options as [`liveness`] sets them, with an interrupt that the progress sink raises once
+/// `suspects` suspects are known (the run reports progress as each suspect is found, before it
+/// is examined).
+fn interrupted_at_suspect(suspects: u64) -> LivenessOptions {
+    let interrupt = Interrupt::new();
+    let raise = interrupt.clone();
+    LivenessOptions {
+        depth: 2,
+        dmax: 60,
+        walks: 32,
+        seed: 7,
+        threads: 2,
+        watchdog: Duration::from_secs(5),
+        interrupt: Some(interrupt),
+        progress: Some(Arc::new(move |p: &LivenessProgress| {
+            if p.suspects >= suspects {
+                raise.raise();
+            }
+        })),
+        ..LivenessOptions::default()
+    }
+}
+
+/// A run out of time stops within about a thousand steps, whatever `dmax`: in the middle of the
+/// one periphery walk of the treadmill, and in the middle of its prefix walk, each of which would
+/// take minutes. The report says why, keeps the walk statistics (the walk cut short counts, with
+/// its steps), and has no suspect: a walk cut short says nothing about where it started.
+#[test]
+fn a_run_out_of_time_stops_in_the_middle_of_a_long_walk() {
+    for prefix in [Prefix::Start, Prefix::Live { faults: false }] {
+        let run = liveness(treadmill()).dmax(1_000_000).prefix(prefix).timeout(Duration::from_millis(300));
+        let report = run_within(Duration::from_secs(10), run);
+        assert_eq!(report.verdict, LivenessVerdict::Stopped(Completion::TimeBound), "{prefix:?}: {report}");
+        assert!(report.trace.is_none(), "{report}");
+        assert_eq!((report.stats.suspects, report.stats.unconfirmed), (0, 0), "{report}");
+        assert!(report.stats.seconds >= 0.3, "{report}");
+        assert!(report.to_string().starts_with("verdict: stopped: stopped at the time bound"), "{report}");
+        if prefix == Prefix::Start {
+            assert_eq!(report.stats.periphery, 1, "{report}");
+            assert_eq!(report.stats.walks, 1, "{report}");
+            assert!((1..1_000_000).contains(&report.stats.walk_steps), "{report}");
+        } else {
+            // Stopped on the way to the search's root: nothing searched, no periphery walk.
+            assert_eq!((report.stats.search_states, report.stats.walks), (0, 0), "{report}");
+        }
+    }
+}
+
+/// A stop while a suspect is being confirmed leaves it unconfirmed. The gauge's one suspect is a
+/// real dead path, but the interrupt raised as soon as it is known cuts FindCriticalTransition's
+/// first probe short: the report says the run was interrupted, counts the suspect as neither
+/// confirmed nor refuted, and claims no dead path and no critical step.
+#[test]
+fn a_suspect_whose_confirmation_was_interrupted_is_not_reported_dead() {
+    let report = Liveness::with_options(Arc::new(gauge()), interrupted_at_suspect(1)).run().unwrap();
+    assert_eq!(report.verdict, LivenessVerdict::Stopped(Completion::Interrupted), "{report}");
+    assert!(report.trace.is_none(), "{report}");
+    assert_eq!(report.critical_step(), None);
+    assert_eq!((report.stats.suspects, report.stats.unconfirmed), (1, 1), "{report}");
+    assert_eq!(report.stats.confirm_seconds, None, "{report}");
+    assert!(
+        report.stats.walks >= 1,
+        "the periphery walk is counted
+{report}"
+    );
+    let text = report.to_string();
+    assert!(text.contains("1 suspect(s) neither confirmed nor refuted when the run stopped"), "{text}");
+}
+
+/// An undecided (C2) path kept before the stop is still reported — a finding the run had made —
+/// under the verdict that says the run was stopped; the suspect whose examination the stop cut
+/// short, and those after it, are only counted. Philosophers who never eat: the first suspect
+/// ends in C2 (dmax raised once), the stop comes as the second is found.
+#[test]
+fn an_undecided_path_kept_before_a_stop_is_reported_with_it() {
+    let options = LivenessOptions { raises: 1, ..interrupted_at_suspect(2) };
+    let report = Liveness::with_options(Arc::new(table(true)), options).run().unwrap();
+    assert_eq!(report.verdict, LivenessVerdict::Stopped(Completion::Interrupted), "{report}");
+    let trace = report.trace.as_ref().expect("the undecided path kept");
+    assert_eq!(trace.liveness.as_ref().unwrap().case, "C2", "{report}");
+    assert_eq!(report.critical_step(), None, "{report}");
+    assert_eq!(report.dmax, 120, "{report}");
+    let s = &report.stats;
+    assert!(s.suspects >= 2 && s.unconfirmed == s.suspects - 1, "{report}");
+    assert!(report.to_string().contains("undecided path (C2)"), "{report}");
+    replay(&table(true), trace);
 }

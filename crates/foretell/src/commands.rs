@@ -176,7 +176,13 @@ fn liveness(args: LivenessArgs) -> Result<ExitCode> {
     } else {
         print_text(&system_ref, &format!("{report}\n"), written.as_deref());
     }
-    let found = !matches!(report.verdict, LivenessVerdict::NoSuspect | LivenessVerdict::Stopped(_));
+    // A stopped run reports a path only if it had kept an undecided (C2) one before the stop;
+    // the suspects it had not finished examining are counts, not findings.
+    let found = match report.verdict {
+        LivenessVerdict::NoSuspect => false,
+        LivenessVerdict::Stopped(_) => report.trace.is_some(),
+        _ => true,
+    };
     Ok(if found { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 

@@ -1,11 +1,11 @@
 //! `foretell liveness` end to end: the dead path of a Mace bug with its critical transition in
 //! the JSON report and the trace file, `show` and `replay` of that file, a fixed version with
-//! no suspect, and bad input as exit 2.
+//! no suspect, bad input as exit 2, and Ctrl-C and `--timeout` stopping a run in any phase.
 
 mod support;
 
 use std::process::Output;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::{foretell, interrupted, scratch};
 
 fn json(output: &Output) -> serde_json::Value {
@@ -104,4 +104,46 @@ fn an_interrupted_liveness_run_prints_its_partial_report() {
     let report = json(&output);
     assert_eq!(report["verdict"]["stopped"], "interrupted", "{report}");
     assert!(report["stats"]["seconds"].as_f64().unwrap() > 1.0, "{report}");
+}
+
+/// Five randtree nodes with 300 walks a probe: the exhaustive part takes milliseconds, the walks
+/// and the confirmation of the first suspect about half a minute on one thread.
+const LONG_WALKS: [&str; 8] =
+    ["liveness", "randtree", "--set", "nodes=5", "--walks", "300", "--threads", "1"];
+
+/// What a run stopped in its walks must print: the partial report with the verdict `stopped`
+/// (for `why`), the walks so far, and nothing claimed as a violation — exit 0, no trace file.
+fn assert_stopped_in_the_walks(output: &Output, why: &str, dir: &std::path::Path) {
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = json(output);
+    assert_eq!(report["verdict"]["stopped"], why, "{report}");
+    let stats = &report["stats"];
+    assert!(stats["walks"].as_u64().unwrap() > 0 && stats["periphery"].as_u64().unwrap() > 0, "{report}");
+    assert!(stats["unconfirmed"].as_u64().unwrap() <= stats["suspects"].as_u64().unwrap(), "{report}");
+    assert!(report["case"].is_null() && report["critical_step"].is_null(), "{report}");
+    assert!(report["trace_file"].is_null(), "{report}");
+    assert!(!dir.join("randtree.liveness.json").exists());
+}
+
+/// Ctrl-C during the walks (it used to be ignored there: the run went on for half a minute and
+/// printed a full report) stops the run within a few seconds with its partial report.
+#[test]
+fn a_liveness_run_interrupted_in_its_walks_stops_promptly() {
+    let dir = scratch("interrupt-walks");
+    let started = Instant::now();
+    let output = interrupted(&[&LONG_WALKS[..], &["--json"]].concat(), &dir, Duration::from_millis(1500));
+    let elapsed = started.elapsed();
+    assert_stopped_in_the_walks(&output, "interrupted", &dir);
+    assert!(elapsed < Duration::from_secs(10), "the run ended {elapsed:?} after it started");
+}
+
+/// `--timeout` ends the walks as promptly, with the verdict that says the time ran out.
+#[test]
+fn a_liveness_run_out_of_time_in_its_walks_stops_promptly() {
+    let dir = scratch("timeout-walks");
+    let started = Instant::now();
+    let output = foretell(&[&LONG_WALKS[..], &["--timeout", "1", "--json"]].concat(), &dir);
+    let elapsed = started.elapsed();
+    assert_stopped_in_the_walks(&output, "time_bound", &dir);
+    assert!(elapsed < Duration::from_secs(10), "the run ended {elapsed:?} after it started");
 }

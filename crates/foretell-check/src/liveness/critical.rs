@@ -12,8 +12,13 @@
 //! the world it leads to is probed again with four times as many walks, and if one of them
 //! recovers the search goes on past it (a world with a narrow way back otherwise looks dead when
 //! all `k` walks miss it, which put the step one early).
+//!
+//! A probe whose walks the run's stop cut short has no answer: "none of the walks recovered"
+//! would take a world for dead on the word of walks that were not allowed to finish. The search
+//! then ends with [`ProbeError::Stopped`] and concludes nothing about the path.
 
 use super::pool::{Job, Pool, Stalled};
+use super::report::LivenessStats;
 use super::walk::{WalkEnd, Walked};
 use foretell_model::{Protocol, World};
 use std::sync::Arc;
@@ -41,9 +46,6 @@ pub(crate) struct Critical<P: Protocol> {
     pub(crate) case: Case,
     /// The recovering walk that started closest to the critical step.
     pub(crate) nearest: Option<Recovery<P>>,
-    /// Walks run and steps they took.
-    pub(crate) walks: u64,
-    pub(crate) walk_steps: u64,
 }
 
 /// How many times a critical step that more walks show to recover is searched past.
@@ -52,14 +54,16 @@ const RECHECKS: usize = 3;
 const RECHECK_FACTOR: usize = 4;
 
 /// Why a probe could not answer: a walk hung in a handler, or met a safety violation (both
-/// with the index on the path the walk started from).
+/// with the index on the path the walk started from), or the run was stopped.
 pub(crate) enum ProbeError<P: Protocol> {
     Stalled(usize, Box<Stalled<P>>),
     Violation(usize, Box<Walked<P>>),
+    Stopped,
 }
 
 /// Runs Algorithm 2 on the path through `worlds` (`worlds[i]` is the world after `i` steps),
-/// which is not live from index `dinit` on; `seed` names the probes' walks.
+/// which is not live from index `dinit` on; `seed` names the probes' walks. The probes' walks
+/// are counted in `stats` as they run, whatever the search ends with.
 pub(crate) fn find_critical_transition<P: Protocol>(
     pool: &mut Pool<P>,
     worlds: &[World<P>],
@@ -67,17 +71,11 @@ pub(crate) fn find_critical_transition<P: Protocol>(
     dmax: usize,
     k: usize,
     seed: u64,
+    stats: &mut LivenessStats,
 ) -> Result<Critical<P>, ProbeError<P>> {
-    let mut search =
-        Search { pool, worlds, dmax, k, seed, probes: 0, nearest: None, walks: 0, walk_steps: 0 };
-    let found = search.run(dinit)?;
-    Ok(Critical {
-        step: found.0,
-        case: found.1,
-        nearest: search.nearest,
-        walks: search.walks,
-        walk_steps: search.walk_steps,
-    })
+    let mut search = Search { pool, worlds, dmax, k, seed, probes: 0, nearest: None, stats };
+    let (step, case) = search.run(dinit)?;
+    Ok(Critical { step, case, nearest: search.nearest })
 }
 
 struct Search<'a, P: Protocol> {
@@ -88,8 +86,7 @@ struct Search<'a, P: Protocol> {
     seed: u64,
     probes: u64,
     nearest: Option<Recovery<P>>,
-    walks: u64,
-    walk_steps: u64,
+    stats: &'a mut LivenessStats,
 }
 
 impl<P: Protocol> Search<'_, P> {
@@ -140,7 +137,9 @@ impl<P: Protocol> Search<'_, P> {
     }
 
     /// `Recovers(p, i, k)`: whether any of `k` walks from world `i` reaches a live world by
-    /// depth `dmax`. Remembers the recovering walk that starts latest on the path.
+    /// depth `dmax`. Remembers the recovering walk that starts latest on the path. A safety
+    /// violation on a walk is an answer of its own; a walk the run's stop cut short leaves the
+    /// question open.
     fn recovers(&mut self, i: usize, k: usize) -> Result<bool, ProbeError<P>> {
         let max_steps = self.dmax.saturating_sub(i).max(1);
         self.probes += 1;
@@ -155,10 +154,12 @@ impl<P: Protocol> Search<'_, P> {
             })
             .collect();
         let mut walks = self.pool.run(&jobs).map_err(|stalled| ProbeError::Stalled(i, Box::new(stalled)))?;
-        self.walks += walks.len() as u64;
-        self.walk_steps += walks.iter().map(|w| w.steps.len() as u64).sum::<u64>();
+        super::count_walks(self.stats, &walks);
         if let Some(at) = walks.iter().position(|w| matches!(w.end, WalkEnd::Violation(_))) {
             return Err(ProbeError::Violation(i, Box::new(walks.swap_remove(at))));
+        }
+        if walks.iter().any(|w| matches!(w.end, WalkEnd::Stopped)) {
+            return Err(ProbeError::Stopped);
         }
         let recovered = walks.into_iter().find(|w| matches!(w.end, WalkEnd::Live));
         let Some(walk) = recovered else { return Ok(false) };

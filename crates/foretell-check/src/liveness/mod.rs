@@ -12,17 +12,26 @@
 //! per-node difference between the two; case C2 (the walks may have been too short) doubles
 //! `dmax`, extends the suspect walk and tries again, up to a bound, and then says so. Walks run
 //! on a [`pool`] of worker threads whose heartbeats catch a handler that never returns.
+//!
+//! The run stops when it is interrupted or out of time ([`stop`]): the exhaustive part, every
+//! walk (on the pool or the prefix walk), the replay of a suspect path and each probe of
+//! FindCriticalTransition poll the same stop condition, so a run ends promptly whatever `dmax`
+//! and `k`, with a [`LivenessVerdict::Stopped`] report of what it had found. A finding already
+//! made stands (a safety violation, a divergence, a confirmed dead path, the undecided path
+//! kept); a suspect whose confirmation was cut short is counted as unconfirmed and never
+//! reported as a violation.
 
 mod critical;
 mod periphery;
 mod pool;
 mod report;
+mod stop;
 mod walk;
 
 pub use critical::Case;
 pub use report::{describe, LivenessReport, LivenessStats, LivenessVerdict};
 
-use crate::{Completion, Interrupt};
+use crate::Interrupt;
 use critical::{find_critical_transition, Critical, ProbeError};
 use foretell_model::{
     catch_panic, EventOf, Model, ModelError, PropertyKind, Protocol, Simulator, Trace, TraceVerdict,
@@ -33,6 +42,7 @@ use pool::{Job, Pool, Stalled};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use stop::Stop;
 pub(crate) use walk::WalkRng;
 use walk::{Steps, WalkEnd, Walked, Walker};
 
@@ -246,6 +256,18 @@ impl<P: Protocol> Liveness<P> {
         self
     }
 
+    /// Stops cleanly after `timeout`, with a partial report.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = Some(timeout);
+        self
+    }
+
+    /// Stops cleanly when `interrupt` is raised, with a partial report.
+    pub fn interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.options.interrupt = Some(interrupt);
+        self
+    }
+
     /// Runs the search.
     ///
     /// # Errors
@@ -270,7 +292,7 @@ impl<P: Protocol> Liveness<P> {
     /// MaceMC's Figure 4 measurement: `walks` random walks from the start world (after the
     /// prefix, if any) with this run's weights, each up to `dmax` steps, on the run's threads;
     /// for each, the steps it took to reach a live world, or `None` if it never did (or met a
-    /// violation).
+    /// violation). Walks the run's timeout or interrupt cut short are left out.
     ///
     /// # Errors
     /// As [`Liveness::run`]; a walk that diverges is an error too.
@@ -286,14 +308,16 @@ impl<P: Protocol> Liveness<P> {
             .root(start)
             .map_err(|_| LivenessError::BadOption("the start does not lead to a live world".into()))?;
         let o = &run.options;
-        let mut pool = Pool::new(&run.model, o.threads, run.weights, &run.live, o.invariants, o.watchdog);
+        let mut pool =
+            Pool::new(&run.model, o.threads, run.weights, &run.live, o.invariants, o.watchdog, &run.stop);
         let jobs: Vec<Arc<Job<P>>> = (0..walks)
             .map(|i| Arc::new(Job { start: root.clone(), max_steps: run.dmax, seed: o.seed, walk: i as u64 }))
             .collect();
         let walked = pool
             .run(&jobs)
             .map_err(|s| LivenessError::BadOption(format!("walk diverged after {} steps", s.steps)))?;
-        Ok(walked.into_iter().map(|w| matches!(w.end, WalkEnd::Live).then_some(w.steps.len())).collect())
+        let finished = walked.into_iter().filter(|w| !matches!(w.end, WalkEnd::Stopped));
+        Ok(finished.map(|w| matches!(w.end, WalkEnd::Live).then_some(w.steps.len())).collect())
     }
 }
 
@@ -304,11 +328,16 @@ struct Run<P: Protocol> {
     live: LiveSet,
     weights: Weights,
     started: Instant,
+    /// Whether the run must stop (interrupted, out of time); shared with the walk workers.
+    stop: Arc<Stop>,
     stats: LivenessStats,
     dmax: usize,
     /// The `init` choices of the root and the steps from it to the search's root.
     init_choices: Vec<usize>,
     prefix: Steps,
+    /// The first undecided (C2) path's report, kept while the rest of the periphery is scanned
+    /// for a decisive one.
+    undecided: Option<LivenessReport>,
     /// Suspects seen when the first undecided path was kept.
     undecided_at: u64,
 }
@@ -317,16 +346,20 @@ impl<P: Protocol> Run<P> {
     fn new(model: Arc<Model<P>>, options: LivenessOptions, live: LiveSet) -> Self {
         let weights = options.weights.unwrap_or_else(|| model.walk_weights());
         let dmax = options.dmax;
+        let started = Instant::now();
+        let stop = Arc::new(Stop::new(started, options.timeout, options.interrupt.clone()));
         Run {
             model,
             options,
             live,
             weights,
-            started: Instant::now(),
+            started,
+            stop,
             stats: LivenessStats::default(),
             dmax,
             init_choices: Vec::new(),
             prefix: Vec::new(),
+            undecided: None,
             undecided_at: 0,
         }
     }
@@ -365,13 +398,13 @@ impl<P: Protocol> Run<P> {
         }
     }
 
-    /// Searches from every start world in turn; the first decisive finding ends the run. An
-    /// undecided (C2) path is kept while the rest is scanned, and reported if nothing decisive
-    /// turns up.
+    /// Searches from every start world in turn; the first decisive finding ends the run, and so
+    /// does a stop. An undecided (C2) path is kept while the rest is scanned, and reported if
+    /// nothing decisive turns up.
     fn run(&mut self) -> LivenessReport {
         let o = &self.options;
-        let mut pool = Pool::new(&self.model, o.threads, self.weights, &self.live, o.invariants, o.watchdog);
-        let mut undecided = None;
+        let mut pool =
+            Pool::new(&self.model, o.threads, self.weights, &self.live, o.invariants, o.watchdog, &self.stop);
         for start in self.starts() {
             let root = match self.root(start) {
                 Ok(root) => root,
@@ -392,17 +425,17 @@ impl<P: Protocol> Run<P> {
                 }
             };
             self.stats.periphery += worlds.len() as u64;
-            if let Some(report) = self.scan(&mut pool, &root, &worlds, &mut undecided) {
+            if let Some(report) = self.scan(&mut pool, &root, &worlds) {
                 return report;
             }
         }
-        match undecided {
+        match self.undecided.take() {
             Some(report) => self.refreshed(report),
             None => self.finish(LivenessVerdict::NoSuspect, None),
         }
     }
 
-    /// Walks from `root` until a live world, for the prefix-based search.
+    /// Walks from `root` until a live world, for the prefix-based search (a stop ends the run).
     fn live_prefix(
         &mut self,
         root: &World<P>,
@@ -411,13 +444,20 @@ impl<P: Protocol> Run<P> {
         let sim = self.sim();
         let weights = if faults { self.weights } else { self.weights.without_faults() };
         let is_live = |w: &World<P>| self.live.holds(&self.model, w);
-        let walker = Walker { sim: &sim, weights, live: &is_live, invariants: self.options.invariants };
+        let walker = Walker {
+            sim: &sim,
+            weights,
+            live: &is_live,
+            invariants: self.options.invariants,
+            stop: &self.stop,
+        };
         let mut rng = WalkRng::new(self.options.seed, u64::MAX);
         let walked = walker.walk(root, self.dmax, &mut rng, |_| {});
         match walked.end {
             WalkEnd::Live => Ok(Some((walked.steps, walked.last))),
             WalkEnd::Violation(v) => Err(Box::new(self.safety(&walked.steps, v))),
             WalkEnd::Exhausted | WalkEnd::Stuck => Ok(None),
+            WalkEnd::Stopped => Err(Box::new(self.stopped())),
         }
     }
 
@@ -442,9 +482,9 @@ impl<P: Protocol> Run<P> {
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             }
-            if let Some(stop) = self.should_stop() {
+            if self.stop.poll().is_some() {
                 beat.stop.store(true, Ordering::Relaxed);
-                return Err(Box::new(self.finish(LivenessVerdict::Stopped(stop), None)));
+                return Err(Box::new(self.stopped()));
             }
             let expanded = beat.expanded.load(Ordering::Acquire);
             if expanded != last.0 {
@@ -457,21 +497,23 @@ impl<P: Protocol> Run<P> {
 
     /// Walks from each periphery world in turn (in parallel batches, in order) until a suspect
     /// is confirmed dead, a violation or divergence turns up, or the run must stop (a report),
-    /// or the periphery is done (`None`). The first undecided (C2) path goes to `undecided`, and
-    /// at most [`UNDECIDED_MORE`] further suspects are examined after it.
+    /// or the periphery is done (`None`). The first undecided (C2) path is kept in
+    /// `self.undecided`, and at most [`UNDECIDED_MORE`] further suspects are examined after it.
+    /// A stop during a batch or a confirmation leaves the suspects not yet examined, and the
+    /// one being examined, unconfirmed.
     fn scan(
         &mut self,
         pool: &mut Pool<P>,
         root: &World<P>,
         periphery: &[(World<P>, Steps)],
-        undecided: &mut Option<LivenessReport>,
     ) -> Option<LivenessReport> {
         let batch = self.options.threads.max(1) * 4;
         let mut next = 0;
         let mut raises = 0;
+        let suspect = |w: &Walked<P>| matches!(w.end, WalkEnd::Exhausted | WalkEnd::Stuck);
         while next < periphery.len() {
-            if let Some(stop) = self.should_stop() {
-                return Some(self.finish(LivenessVerdict::Stopped(stop), None));
+            if self.stop.poll().is_some() {
+                return Some(self.stopped());
             }
             let end = (next + batch).min(periphery.len());
             let jobs: Vec<Arc<Job<P>>> = (next..end)
@@ -492,7 +534,7 @@ impl<P: Protocol> Run<P> {
                     return Some(self.divergence_in_walk(&periphery[index].1, &stalled));
                 }
             };
-            self.count_walks(&walks);
+            count_walks(&mut self.stats, &walks);
             let along = |offset: usize, walked: &Walked<P>| -> Steps {
                 periphery[next + offset].1.iter().chain(&walked.steps).cloned().collect()
             };
@@ -504,20 +546,28 @@ impl<P: Protocol> Run<P> {
             if let Some((steps, v)) = violation {
                 return Some(self.safety(&steps, v));
             }
+            if walks.iter().any(|w| matches!(w.end, WalkEnd::Stopped)) {
+                // The stop cut the batch short: the walks that did finish as suspects stay so.
+                let suspects = walks.iter().filter(|w| suspect(w)).count();
+                self.suspects(suspects);
+                self.stats.unconfirmed += suspects as u64;
+                return Some(self.stopped());
+            }
             let mut resume = end;
             for (offset, walked) in walks.iter().enumerate() {
-                if matches!(walked.end, WalkEnd::Exhausted | WalkEnd::Stuck) {
-                    if undecided.is_some() && self.stats.suspects >= self.undecided_at + UNDECIDED_MORE {
-                        return undecided.take().map(|report| self.refreshed(report));
+                if suspect(walked) {
+                    if self.undecided.is_some() && self.stats.suspects >= self.undecided_at + UNDECIDED_MORE {
+                        return self.undecided.take().map(|report| self.refreshed(report));
                     }
-                    self.stats.suspects += 1;
-                    self.stats.first_suspect_seconds.get_or_insert(self.started.elapsed().as_secs_f64());
+                    self.suspects(1);
+                    // Shown before its confirmation, which can be long.
+                    self.report_progress();
                     match self.confirm(pool, root, along(offset, walked), &mut raises) {
                         Confirmed::Report(report) => return Some(*report),
                         Confirmed::Undecided(report) => {
-                            if undecided.is_none() {
+                            if self.undecided.is_none() {
                                 self.undecided_at = self.stats.suspects;
-                                *undecided = Some(*report);
+                                self.undecided = Some(*report);
                             }
                         }
                         Confirmed::Recovered => {
@@ -526,6 +576,13 @@ impl<P: Protocol> Run<P> {
                             self.stats.false_suspects += 1;
                             resume = next + offset + 1;
                             break;
+                        }
+                        Confirmed::Stopped => {
+                            // Neither confirmed nor refuted, nor are the batch's later suspects.
+                            let later = walks[offset + 1..].iter().filter(|w| suspect(w)).count();
+                            self.suspects(later);
+                            self.stats.unconfirmed += 1 + later as u64;
+                            return Some(self.stopped());
                         }
                     }
                 }
@@ -545,15 +602,21 @@ impl<P: Protocol> Run<P> {
         raises: &mut u32,
     ) -> Confirmed {
         loop {
-            let Replay { worlds, parted } = self.replay(root, &steps);
+            let Replay { worlds, parted, stopped } = self.replay(root, &steps, &self.stop);
             if let Some((at, problem)) = parted {
                 return Confirmed::Report(Box::new(self.parted(&steps, at, &problem)));
             }
+            if stopped {
+                return Confirmed::Stopped;
+            }
             let dinit = worlds.iter().rposition(|w| self.live.holds(&self.model, w)).map_or(0, |i| i + 1);
             let seed = self.options.seed.wrapping_add(u64::from(*raises));
+            let (dmax, k) = (self.dmax, self.options.walks);
             let critical =
-                match find_critical_transition(pool, &worlds, dinit, self.dmax, self.options.walks, seed) {
+                match find_critical_transition(pool, &worlds, dinit, dmax, k, seed, &mut self.stats) {
                     Ok(critical) => critical,
+                    // A half-finished search concludes nothing about the path.
+                    Err(ProbeError::Stopped) => return Confirmed::Stopped,
                     Err(ProbeError::Stalled(from, stalled)) => {
                         return Confirmed::Report(Box::new(self.divergence_in_walk(&steps[..from], &stalled)))
                     }
@@ -565,8 +628,6 @@ impl<P: Protocol> Run<P> {
                         return Confirmed::Report(Box::new(self.safety(&path, v)));
                     }
                 };
-            self.stats.walks += critical.walks;
-            self.stats.walk_steps += critical.walk_steps;
             if critical.case == Case::C1 {
                 self.stats.confirm_seconds = Some(self.started.elapsed().as_secs_f64());
                 let report = self.dead(&steps, &worlds, &critical);
@@ -593,7 +654,7 @@ impl<P: Protocol> Run<P> {
                     return Confirmed::Report(Box::new(self.divergence_in_walk(&steps, &stalled)))
                 }
             };
-            self.count_walks(std::slice::from_ref(&extension));
+            count_walks(&mut self.stats, std::slice::from_ref(&extension));
             match extension.end {
                 WalkEnd::Live => return Confirmed::Recovered,
                 WalkEnd::Violation(v) => {
@@ -601,31 +662,39 @@ impl<P: Protocol> Run<P> {
                     return Confirmed::Report(Box::new(self.safety(&steps, v)));
                 }
                 WalkEnd::Exhausted | WalkEnd::Stuck => steps.extend(extension.steps),
+                WalkEnd::Stopped => return Confirmed::Stopped,
             }
         }
     }
 
-    fn count_walks(&mut self, walks: &[Walked<P>]) {
-        self.stats.walks += walks.len() as u64;
-        self.stats.walk_steps += walks.iter().map(|w| w.steps.len() as u64).sum::<u64>();
+    /// Counts `n` more suspects.
+    fn suspects(&mut self, n: usize) {
+        if n > 0 {
+            self.stats.suspects += n as u64;
+            self.stats.first_suspect_seconds.get_or_insert(self.started.elapsed().as_secs_f64());
+        }
     }
 
     /// `root` followed by the world after each of `steps`, re-executed on this thread. A step
     /// that is not enabled where the steps before it lead, or whose handler chooses differently,
     /// ends the replay there: a handler did not do here what it did on the walk that took the
-    /// steps (see [`Run::parted`]).
-    fn replay(&self, root: &World<P>, steps: &Steps) -> Replay<P> {
+    /// steps (see [`Run::parted`]). So does `stop` (polled every thousand steps or so; a path is
+    /// up to `dmax` steps long): the replay is then `stopped`, its worlds a prefix of the path's.
+    fn replay(&self, root: &World<P>, steps: &Steps, stop: &Stop) -> Replay<P> {
         let sim = self.sim();
         let mut worlds = Vec::with_capacity(steps.len() + 1);
         worlds.push(root.clone());
         for (at, (action, choices)) in steps.iter().enumerate() {
+            if at > 0 && stop.poll_at(at).is_some() {
+                return Replay { worlds, parted: None, stopped: true };
+            }
             let world = worlds.last().expect("not empty");
             match sim.step_again(world, *action, choices, false) {
                 Ok(outcome) => worlds.push(outcome.world),
-                Err(problem) => return Replay { worlds, parted: Some((at, problem)) },
+                Err(problem) => return Replay { worlds, parted: Some((at, problem)), stopped: false },
             }
         }
-        Replay { worlds, parted: None }
+        Replay { worlds, parted: None, stopped: false }
     }
 
     /// The trace from the initial world through the prefix and `steps`.
@@ -739,13 +808,13 @@ impl<P: Protocol> Run<P> {
             steps: trace.steps.get(shared..).unwrap_or_default().to_vec(),
         };
         // The live path's world as many steps in as the dead path's first dead world.
-        let live_worlds = self.replay(&worlds[from], &recovery.walk.steps).worlds;
+        let live_worlds = self.replay(&worlds[from], &recovery.walk.steps, &Stop::never()).worlds;
         let live_world = &live_worlds[(critical - from).min(live_worlds.len() - 1)];
         (nearest, report::diff(&worlds[critical], live_world))
     }
 
     fn divergence_in_search(&mut self, root: &World<P>, path: Steps) -> LivenessReport {
-        let worlds = self.replay(root, &path).worlds;
+        let worlds = self.replay(root, &path, &Stop::never()).worlds;
         let world = worlds.last().expect("a path has a world");
         let event = pool::diverging_event(&self.model, world, self.options.watchdog);
         self.divergence(&path, event)
@@ -757,11 +826,17 @@ impl<P: Protocol> Run<P> {
         stalled: &Stalled<P>,
     ) -> LivenessReport {
         // Re-run the walk up to the step that hung (its earlier steps returned), then draw the
-        // event it was about to run.
+        // event it was about to run. The divergence is a finding: the re-run is not cut short.
         let sim = self.sim();
         let is_live = |w: &World<P>| self.live.holds(&self.model, w);
-        let walker =
-            Walker { sim: &sim, weights: self.weights, live: &is_live, invariants: self.options.invariants };
+        let never = Stop::never();
+        let walker = Walker {
+            sim: &sim,
+            weights: self.weights,
+            live: &is_live,
+            invariants: self.options.invariants,
+            stop: &never,
+        };
         let mut rng = WalkRng::new(stalled.job.seed, stalled.job.walk);
         let walked = walker.walk(&stalled.job.start, stalled.steps, &mut rng, |_| {});
         let mut actions = Vec::new();
@@ -809,13 +884,15 @@ impl<P: Protocol> Run<P> {
         self.live.0.iter().map(|&i| properties[i].name().to_string()).collect()
     }
 
-    fn should_stop(&self) -> Option<Completion> {
-        if self.options.interrupt.as_ref().is_some_and(|i| i.is_raised()) {
-            Some(Completion::Interrupted)
-        } else if self.options.timeout.is_some_and(|t| self.started.elapsed() >= t) {
-            Some(Completion::TimeBound)
-        } else {
-            None
+    /// The report of a run that was stopped: its counts so far, and the undecided (C2) path it
+    /// had kept, if any (a finding of its own; the suspects not yet examined are counted as
+    /// unconfirmed and reported as nothing more).
+    fn stopped(&mut self) -> LivenessReport {
+        let why = self.stop.reason().expect("a run stops after a poll found why");
+        let verdict = LivenessVerdict::Stopped(why);
+        match self.undecided.take() {
+            Some(kept) => LivenessReport { verdict, ..self.refreshed(kept) },
+            None => self.finish(verdict, None),
         }
     }
 
@@ -844,10 +921,20 @@ impl<P: Protocol> Run<P> {
 }
 
 /// The worlds a replay went through, and, if it stopped short, the index of the step that did
-/// not re-execute and why.
+/// not re-execute and why, or whether the run's stop cut it short.
 struct Replay<P: Protocol> {
     worlds: Vec<World<P>>,
     parted: Option<(usize, String)>,
+    stopped: bool,
+}
+
+/// Counts `walks` in `stats`: every walk that ran (one the run's stop ended before its first
+/// step did not).
+fn count_walks<P: Protocol>(stats: &mut LivenessStats, walks: &[Walked<P>]) {
+    for walk in walks.iter().filter(|w| !(matches!(w.end, WalkEnd::Stopped) && w.steps.is_empty())) {
+        stats.walks += 1;
+        stats.walk_steps += walk.steps.len() as u64;
+    }
 }
 
 /// Suspects examined after the first undecided (C2) one before the run gives up looking for a
@@ -862,4 +949,6 @@ enum Confirmed {
     Undecided(Box<LivenessReport>),
     /// The extended suspect walk reached a live world: not a suspect after all.
     Recovered,
+    /// The run was stopped before the suspect was confirmed or refuted.
+    Stopped,
 }

@@ -9,7 +9,13 @@
 //! job whose heartbeat has not moved for longer than the watchdog is a divergence at that step.
 //! Walks are pure functions of (start, seed, bounds), so the coordinator rebuilds the diverging
 //! walk's path by re-running it up to the step that hung, without running that step.
+//!
+//! The workers share the run's [`Stop`]: once the run is interrupted or out of time, the walk
+//! each worker is running ends within about a thousand steps and every walk still queued ends
+//! before its first step, all as [`WalkEnd::Stopped`](super::walk::WalkEnd::Stopped), so a batch
+//! returns promptly, whatever `dmax`, and the caller decides what its finished walks mean.
 
+use super::stop::Stop;
 use super::walk::{WalkRng, Walked, Walker};
 use super::LiveSet;
 use foretell_model::{Model, Protocol, Simulator, Weights, World};
@@ -52,7 +58,7 @@ pub(crate) struct Pool<P: Protocol> {
 }
 
 impl<P: Protocol> Pool<P> {
-    /// `threads` workers walking `model` with `weights`, "live" meaning `live`.
+    /// `threads` workers walking `model` with `weights`, "live" meaning `live`, until `stop`.
     pub(crate) fn new(
         model: &Arc<Model<P>>,
         threads: usize,
@@ -60,6 +66,7 @@ impl<P: Protocol> Pool<P> {
         live: &LiveSet,
         invariants: bool,
         watchdog: Duration,
+        stop: &Arc<Stop>,
     ) -> Self {
         let (jobs, queue) = channel::<(usize, Arc<Job<P>>)>();
         let queue: Shared<P> = Arc::new(Mutex::new(queue));
@@ -68,14 +75,22 @@ impl<P: Protocol> Pool<P> {
             .map(|_| Arc::new(Beat { job: AtomicU64::new(IDLE), steps: AtomicU64::new(0) }))
             .collect();
         for beat in &beats {
-            let (model, queue, report, beat, live) =
-                (Arc::clone(model), Arc::clone(&queue), report.clone(), Arc::clone(beat), live.clone());
-            std::thread::spawn(move || work(&model, weights, &live, invariants, &queue, &report, &beat));
+            let (model, queue, report, beat, live, stop) = (
+                Arc::clone(model),
+                Arc::clone(&queue),
+                report.clone(),
+                Arc::clone(beat),
+                live.clone(),
+                Arc::clone(stop),
+            );
+            let walking = Walking { weights, live, invariants, stop };
+            std::thread::spawn(move || work(&model, &walking, &queue, &report, &beat));
         }
         Pool { jobs: Some(jobs), results, beats, watchdog }
     }
 
-    /// Runs `jobs` and returns their walks in job order, or the first walk that stalled.
+    /// Runs `jobs` and returns their walks in job order (those the run's stop cut short end
+    /// [`WalkEnd::Stopped`](super::walk::WalkEnd::Stopped)), or the first walk that stalled.
     pub(crate) fn run(&mut self, jobs: &[Arc<Job<P>>]) -> Result<Vec<Walked<P>>, Stalled<P>> {
         let sender = self.jobs.as_ref().expect("the pool is open");
         for (i, job) in jobs.iter().enumerate() {
@@ -118,18 +133,30 @@ impl<P: Protocol> Pool<P> {
     }
 }
 
+/// What a worker walks with, besides the model.
+struct Walking {
+    weights: Weights,
+    live: LiveSet,
+    invariants: bool,
+    stop: Arc<Stop>,
+}
+
 fn work<P: Protocol>(
     model: &Model<P>,
-    weights: Weights,
-    live: &LiveSet,
-    invariants: bool,
+    walking: &Walking,
     queue: &Shared<P>,
     report: &Sender<(usize, Walked<P>)>,
     beat: &Beat,
 ) {
     let sim = Simulator::new(model).expect("the coordinator validated the model");
-    let is_live = |w: &World<P>| live.holds(model, w);
-    let walker = Walker { sim: &sim, weights, live: &is_live, invariants };
+    let is_live = |w: &World<P>| walking.live.holds(model, w);
+    let walker = Walker {
+        sim: &sim,
+        weights: walking.weights,
+        live: &is_live,
+        invariants: walking.invariants,
+        stop: &walking.stop,
+    };
     loop {
         let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok((i, job)) = next else { return };

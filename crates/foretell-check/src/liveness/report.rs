@@ -26,7 +26,10 @@ pub enum LivenessVerdict {
     Divergence,
     /// The prefix walk never reached a live world to start from.
     NoLivePrefix,
-    /// The run was stopped (timeout or interrupt) before it concluded.
+    /// The run was stopped (timeout or interrupt) before it concluded. The report keeps what the
+    /// run had found by then: its counts, the suspects it had not finished examining
+    /// ([`LivenessStats::unconfirmed`], never reported as violations), and the undecided (C2)
+    /// path it had kept, if any.
     Stopped(Completion),
 }
 
@@ -55,7 +58,8 @@ pub struct LivenessStats {
     pub search_states: u64,
     /// Non-live worlds at its periphery.
     pub periphery: u64,
-    /// Random walks run (periphery walks, probes and extensions).
+    /// Random walks run (periphery walks, probes and extensions; a walk the run's stop cut
+    /// short counts if it had taken a step).
     pub walks: u64,
     /// Steps those walks took.
     pub walk_steps: u64,
@@ -63,6 +67,9 @@ pub struct LivenessStats {
     pub suspects: u64,
     /// Suspects that recovered when their walk was extended.
     pub false_suspects: u64,
+    /// Suspects the run's stop left unexamined or half-examined: neither confirmed dead nor
+    /// shown to recover, and not reported as violations.
+    pub unconfirmed: u64,
     /// Seconds until the first suspect.
     pub first_suspect_seconds: Option<f64>,
     /// Seconds until a critical transition was confirmed (C1).
@@ -144,6 +151,13 @@ impl fmt::Display for LivenessReport {
             self.dmax,
             s.seconds
         );
+        if s.unconfirmed > 0 {
+            let _ = writeln!(
+                text,
+                "{} suspect(s) neither confirmed nor refuted when the run stopped: not reported as violations",
+                s.unconfirmed
+            );
+        }
         if let Some(trace) = &self.trace {
             text.push_str(&describe(trace));
         }

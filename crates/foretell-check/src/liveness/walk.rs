@@ -2,8 +2,10 @@
 //! enabled event with probability proportional to its kind's weight, and every `choose` inside
 //! the handler uniformly. A walk is a pure function of its start world, its seed and its
 //! bounds, so any walk can be re-run step for step (to rebuild a path, or to find the step
-//! that diverged).
+//! that diverged). A walk asks the run's [`Stop`] every thousand steps or so and ends early, cut
+//! short, when the run is interrupted or out of time: a walk may be up to `dmax` steps long.
 
+use super::stop::Stop;
 use foretell_model::{Action, Chooser, Protocol, Simulator, StepViolation, Weights, World};
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -45,6 +47,9 @@ pub(crate) enum WalkEnd {
     Stuck,
     /// A step violated a safety property.
     Violation(StepViolation),
+    /// The run was stopped (interrupted, or out of time) before the walk ended: it says nothing
+    /// about whether its start recovers.
+    Stopped,
 }
 
 /// A finished walk: its steps and how it ended.
@@ -63,12 +68,15 @@ pub(crate) struct Walker<'s, 'm, P: Protocol> {
     /// Whether `always` properties are checked on the way (handler assertions and panics
     /// always are).
     pub(crate) invariants: bool,
+    /// Asked every thousand steps or so whether the run must stop.
+    pub(crate) stop: &'s Stop,
 }
 
 impl<P: Protocol> Walker<'_, '_, P> {
     /// Walks from `start` (a world known not to be live, or not yet checked) for at most
-    /// `max_steps` steps, stopping at the first live world. `tick` is called before each step
-    /// with the number of steps taken so far (the divergence watchdog's heartbeat).
+    /// `max_steps` steps, stopping at the first live world, or earlier when the run must stop
+    /// ([`WalkEnd::Stopped`]). `tick` is called before each step with the number of steps taken
+    /// so far (the divergence watchdog's heartbeat).
     pub(crate) fn walk(
         &self,
         start: &World<P>,
@@ -83,6 +91,9 @@ impl<P: Protocol> Walker<'_, '_, P> {
             return Walked { steps, end: WalkEnd::Live, last: world };
         }
         while steps.len() < max_steps {
+            if self.stop.poll_at(steps.len()).is_some() {
+                return Walked { steps, end: WalkEnd::Stopped, last: world };
+            }
             tick(steps.len());
             self.sim.actions(&world, &mut actions);
             let Some(action) = self.draw(&actions, rng) else {
