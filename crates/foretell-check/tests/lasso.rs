@@ -132,6 +132,11 @@ fn exact_finds_the_livelock_when_the_graph_is_finite_and_reports_an_incomplete_g
     let report = run(&unbounded, LassoOptions { max_worlds: 500, ..options(LassoMethod::Exact) });
     assert!(report.finding.is_none());
     assert!(!report.exact.unwrap().complete, "the bound on worlds was reached");
+
+    // A bound that leaves out even the initial world leaves nothing complete either.
+    let report = run(&model, LassoOptions { max_worlds: 0, ..options(LassoMethod::Exact) });
+    assert!(report.finding.is_none());
+    assert!(!report.exact.unwrap().complete, "no world was explored");
 }
 
 #[test]

@@ -190,8 +190,9 @@ pub struct LivenessArgs {
     /// Worker threads for the walks (default: every core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
-    /// Milliseconds a handler may run before it is reported as a divergence.
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    /// Milliseconds a handler may run before it is reported as a divergence (at least 10: below
+    /// that, a worker the system merely paused would look stuck).
+    #[arg(long, default_value_t = 1000, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
     pub watchdog: u64,
     /// Look for liveness violations only: do not check `always` properties on the way.
     #[arg(long)]
@@ -249,8 +250,8 @@ pub struct LassoArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
     /// The most worlds the exact method keeps.
-    #[arg(long, default_value_t = 2_000_000, value_name = "W")]
-    pub max_worlds: usize,
+    #[arg(long, default_value_t = 2_000_000, value_name = "W", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_worlds: u64,
     /// Start from a named scenario of the system, or from a saved trace's prefix
     /// (FILE.json[:STEPS]).
     #[arg(long, value_name = "SCENARIO|FILE[:STEPS]")]

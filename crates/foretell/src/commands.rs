@@ -6,7 +6,7 @@ use foretell_check::{
     CheckOptions, DynModel, EngineKind, Interrupt, LivenessOptions, LivenessProgress, LivenessReport,
     LivenessVerdict, LmcOptions, Memory, Prefix, Progress, Report, Violation,
 };
-use foretell_model::{SystemRef, Trace};
+use foretell_model::{SystemRef, Trace, TraceVerdict, ViolationKind};
 use foretell_systems::{Settings, Start, System};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -179,7 +179,8 @@ fn liveness(args: LivenessArgs) -> Result<ExitCode> {
     // A stopped run reports a path only if it had kept an undecided (C2) one before the stop;
     // the suspects it had not finished examining are counts, not findings.
     let found = match report.verdict {
-        LivenessVerdict::NoSuspect => false,
+        // No live world to start from is a setup to change (--dmax, --prefix), not a finding.
+        LivenessVerdict::NoSuspect | LivenessVerdict::NoLivePrefix => false,
         LivenessVerdict::Stopped(_) => report.trace.is_some(),
         _ => true,
     };
@@ -280,6 +281,19 @@ pub(crate) fn start(system: &foretell_systems::System, from: &str) -> Result<Sta
     let trace = load_trace(Path::new(file))?;
     if let Some(other) = trace.system.as_ref().filter(|s| s.name != system.name) {
         bail!("{file} is a trace of {}, not of {}", other.name, system.name);
+    }
+    let safety = |v: &&TraceVerdict| {
+        v.step == trace.steps.len()
+            && matches!(v.kind, ViolationKind::Invariant | ViolationKind::Assertion | ViolationKind::Panic)
+    };
+    if let (None, Some(verdict)) = (steps, trace.verdict.as_ref().filter(safety)) {
+        // A check's trace ends in its violation, which a search cannot start from.
+        let before = verdict.step.saturating_sub(1);
+        bail!(
+            "{file} ends in a violation of {:?} at step {}; start from before it with --from {file}:{before}",
+            verdict.property,
+            verdict.step
+        );
     }
     let steps = steps.unwrap_or(trace.steps.len());
     if steps > trace.steps.len() {

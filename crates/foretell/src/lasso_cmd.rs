@@ -31,7 +31,7 @@ pub fn run(args: LassoArgs) -> Result<ExitCode> {
         confirm: args.confirm,
         seed: args.seed,
         threads: args.threads.map_or(defaults.threads, usize::from),
-        max_worlds: args.max_worlds,
+        max_worlds: usize::try_from(args.max_worlds).unwrap_or(usize::MAX),
         interrupt: Some(interrupt),
         timeout: args.timeout,
     };

@@ -100,6 +100,11 @@ fn a_check_starts_from_a_trace_prefix() {
     let paxos = foretell(&["check", "paxos-tla", "--from", "bug.json"], &dir);
     assert_eq!(paxos.status.code(), Some(2), "{paxos:?}");
     assert!(String::from_utf8_lossy(&paxos.stderr).contains("is a trace of two-phase-commit"), "{paxos:?}");
+    // The whole trace ends in its violation: the error names the step to start from instead.
+    let whole = foretell(&["check", "two-phase-commit", "--bug", "early-commit", "--from", "bug.json"], &dir);
+    assert_eq!(whole.status.code(), Some(2), "{whole:?}");
+    let hint = format!("start from before it with --from bug.json:{}", length - 1);
+    assert!(String::from_utf8_lossy(&whole.stderr).contains(&hint), "{whole:?}");
 }
 
 /// Malformed input gets exit 2 and one line on stderr, never a panic.

@@ -155,16 +155,20 @@ impl<P: Protocol> Executor<'_, '_, P> {
         // Vertex 0 is a root before the initial worlds, never hot.
         let mut initial = Vec::new();
         self.sim.initial_worlds(|choices, world, _| initial.push((choices, world)));
+        // An initial world the bound on worlds left out leaves the graph incomplete too.
+        let mut complete = true;
         for (choices, world) in initial {
             let monitors = self.monitors.iter().map(|m| m.init(&world)).collect();
             let edge = graph.edges.len() as u32;
-            if let Some(id) = discover(&mut graph, &mut parent, &mut queue, world, monitors, edge) {
-                graph.edges.push(Edge { target: id, process: env, choice_set: 0 });
-                init_choices.entry(id).or_insert(choices);
+            match discover(&mut graph, &mut parent, &mut queue, world, monitors, edge) {
+                Some(id) => {
+                    graph.edges.push(Edge { target: id, process: env, choice_set: 0 });
+                    init_choices.entry(id).or_insert(choices);
+                }
+                None => complete = false,
             }
         }
         graph.offsets.push(graph.edges.len() as u32);
-        let mut complete = true;
         let mut dead_end = None;
         let mut violation: Option<(u32, Action, Vec<usize>, StepViolation)> = None;
         let mut next_vertex = 1u32;
