@@ -144,14 +144,54 @@ fn local_event_bounds_cut_and_iterate() {
     assert_eq!(iterative.lmc.as_ref().unwrap().bound, Some(2));
 }
 
-/// Resets act on the network, and a model with several initial worlds has no one start: the
-/// engine refuses both with a reason.
+/// What needs the network, which local states do not have, is refused with a reason: resets,
+/// a queue capacity, a property that reads the messages in flight, a handler that reads its
+/// mailbox (the last two found when they first do).
 #[test]
 fn unsupported_models_are_refused() {
-    let resets = relay(NetworkKind::Unordered, false).faults(Faults::none().resets(Budget::at_most(1)));
-    let error = Check::lmc(&resets).try_run().expect_err("resets are refused");
-    assert!(matches!(error, ModelError::EngineUnsupported { engine: "lmc", .. }), "{error}");
-    assert!(error.to_string().contains("resets"), "{error}");
+    fn refused<P: Protocol>(model: &Model<P>, reason: &str) {
+        let error = Check::lmc(model).try_run().expect_err(reason);
+        assert!(matches!(error, ModelError::EngineUnsupported { engine: "lmc", .. }), "{error}");
+        assert!(error.to_string().contains(reason), "{error}");
+    }
+    refused(
+        &relay(NetworkKind::Unordered, false).faults(Faults::none().resets(Budget::at_most(1))),
+        "resets",
+    );
+    refused(&relay(NetworkKind::FifoChannels, false).queue_capacity(1), "queue capacity");
+    let in_flight =
+        relay(NetworkKind::Unordered, false).always("at most one in flight", |w| w.messages().len() <= 1);
+    refused(&in_flight, "reads the network");
+    let peeker =
+        Model::new(Peeker).nodes(2).driver(Driver::new().input(NodeId(0), ()).spontaneous(NodeId(1), ()));
+    refused(&peeker, "read its mailbox");
+    // The global search sees the network and checks both.
+    Check::bfs(&in_flight).run().assert_violated("at most one in flight");
+    Check::bfs(&peeker).run();
+}
+
+/// Node 0 sends `A` to node 1, which counts the messages in its mailbox when it feels like it.
+struct Peeker;
+
+impl Protocol for Peeker {
+    type State = usize;
+    type Msg = Msg;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> usize {
+        0
+    }
+
+    fn on_input(&self, me: NodeId, seen: &mut usize, _: &(), out: &mut Out<'_, Self>) {
+        if me == NodeId(0) {
+            out.send(NodeId(1), Msg::A);
+        } else {
+            *seen = out.mailbox().count();
+        }
+    }
+
+    fn on_message(&self, _: NodeId, _: &mut usize, _: NodeId, _: &Msg, _: &mut Out<'_, Self>) {}
 }
 
 /// Node 0 sends `A` then `B` to node 1 on its first input and only counts the later ones;

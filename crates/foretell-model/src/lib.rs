@@ -72,5 +72,5 @@ pub use trace::{
     Trace, TraceError, TraceInitial, TraceScenario, TraceStep, TraceVerdict, TRACE_FORMAT, TRACE_VERSION,
 };
 pub use weights::{EventKind, Weights, WeightsError};
-pub use world::{NodeView, World};
+pub use world::{reads_network, NodeView, World};
 pub use world_bytes::{WorldBytesError, WorldDecoder};

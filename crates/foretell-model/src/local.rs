@@ -10,8 +10,9 @@
 //! (a world with an empty network) from one local state per node, to check invariants on.
 //!
 //! What a local step cannot see: the network. A handler that reads its mailbox
-//! ([`Out::mailbox`](crate::Out::mailbox)) sees it empty, and faults that act on the network
-//! (resets on FIFO channels, drops, duplicates, socket errors) have no local form.
+//! ([`Out::mailbox`](crate::Out::mailbox)) sees it empty (and its outcome says it looked), and
+//! faults that act on the network (resets on FIFO channels, drops, duplicates, socket errors)
+//! have no local form.
 
 use crate::network::{Network, NetworkView};
 use crate::simulator::{Call, EventOf, Simulator, StepViolation};
@@ -107,6 +108,9 @@ pub struct LocalOutcome<P: Protocol> {
     pub choices: Vec<usize>,
     /// The handler's violation: a panic, a failed `require`, a send to no node.
     pub violation: Option<StepViolation>,
+    /// Whether the handler looked at the network (its mailbox, or a queue's length), which a
+    /// local step shows empty: what it did may then be no step of any real run.
+    pub read_network: bool,
 }
 
 impl<P: Protocol> Simulator<'_, P> {
@@ -201,9 +205,10 @@ impl<P: Protocol> Simulator<'_, P> {
         let (sends, violation) = self.finish_handler(node, &mut out, &result, &mut Vec::new());
         let choices = std::mem::take(&mut out.choices);
         let disabled = out.disabled && result.is_ok();
+        let read_network = out.read_network.get();
         drop(out);
         if disabled {
-            return LocalOutcome { next: local.clone(), sent: Vec::new(), choices, violation };
+            return LocalOutcome { next: local.clone(), sent: Vec::new(), choices, violation, read_network };
         }
         let sent = sends.into_iter().map(|(to, msg)| Envelope::new(node, to, msg)).collect();
         let changed =
@@ -213,7 +218,7 @@ impl<P: Protocol> Simulator<'_, P> {
         } else {
             local.clone()
         };
-        LocalOutcome { next, sent, choices, violation }
+        LocalOutcome { next, sent, choices, violation, read_network }
     }
 
     /// The system state of `locals` (one per node, in node order): their slots, an empty network

@@ -13,6 +13,7 @@ use crate::idle_events::IdleEvents;
 use crate::network::Network;
 use crate::{Envelope, Fingerprint, FingerprintHasher, NodeId, Protocol};
 use serde::Serialize;
+use std::cell::Cell;
 use std::sync::Arc;
 
 /// One node's local state: protocol state, armed timers and monotone clock.
@@ -129,11 +130,13 @@ impl<P: Protocol> World<P> {
     /// The messages the network holds, in canonical order (for a grow-only network: every
     /// message ever sent).
     pub fn messages(&self) -> impl ExactSizeIterator<Item = &Envelope<P::Msg>> + Clone {
+        NETWORK_READ.set(true);
         self.network.messages().iter().map(|e| &**e)
     }
 
     /// The pending transport errors as (observing node, broken peer).
     pub fn pending_transport_errors(&self) -> &[(NodeId, NodeId)] {
+        NETWORK_READ.set(true);
         self.network.errors()
     }
 
@@ -214,4 +217,20 @@ impl<P: Protocol> std::fmt::Debug for World<P> {
         s.field("messages", &self.network.messages().len());
         s.finish()
     }
+}
+
+thread_local! {
+    /// Whether this thread read a world's network through [`World::messages`] or
+    /// [`World::pending_transport_errors`] since [`reads_network`] last cleared it.
+    static NETWORK_READ: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` and says whether it read a world's network (its messages or pending transport
+/// errors) on this thread: how local model checking, whose system states have no network,
+/// learns that a property needs one.
+pub fn reads_network<R>(f: impl FnOnce() -> R) -> (R, bool) {
+    let before = NETWORK_READ.replace(false);
+    let result = f();
+    let read = NETWORK_READ.replace(before);
+    (result, read)
 }

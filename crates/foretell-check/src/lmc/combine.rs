@@ -204,7 +204,8 @@ impl<P: Protocol> Target<P> {
             }
             *built += 1;
             let world = space.world(states);
-            if let Some(at) = self.properties.iter().position(|&i| is_false(&properties[i], &world)) {
+            if let Some(at) = self.properties.iter().position(|&i| is_false(&properties[i], &world, stopper))
+            {
                 let (sets, combinations) = &mut found[at];
                 for (set, &state) in sets.iter_mut().zip(states) {
                     set.insert(state);

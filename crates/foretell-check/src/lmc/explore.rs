@@ -109,6 +109,9 @@ pub(crate) struct LocalSpace<'s, 'm, P: Protocol> {
     pub(crate) counts: Counts,
     /// The first local violation that discarded a state, for the report.
     pub(crate) discarded_example: Option<StepViolation>,
+    /// The first node whose handler looked at the network, which local steps show empty: the
+    /// exploration stops there, since what it finds would stand for no real run.
+    pub(crate) network_reader: Option<NodeId>,
     actions: Vec<LocalAction>,
 }
 
@@ -149,6 +152,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             bounded: false,
             counts: Counts::default(),
             discarded_example: None,
+            network_reader: None,
             actions: Vec::new(),
         };
         let mut copies: Vec<(u128, u32)> = Vec::new();
@@ -285,6 +289,10 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         };
         let outcome = self.sim.local_step(node, &source.local, event, chooser);
         self.counts.transitions += 1;
+        if outcome.read_network {
+            self.network_reader = Some(node);
+            return ControlFlow::Break(());
+        }
         if let Some(violation) = outcome.violation {
             // A local assertion marks the state invalid (section 4.2, "Local assertions").
             self.counts.discarded += 1;

@@ -15,10 +15,12 @@
 //! paper's iterative bound); a message sent again on one path is explored at most `duplicates`
 //! more times (the paper's limit, 0 by default).
 //!
-//! Not supported: node resets and socket errors (they act on the network, which local states
-//! do not have); lost messages need no fault, since a local state never has to consume one.
-//! Invariants see system states with an empty network; `sometimes` and `eventually` properties
-//! are not checked.
+//! Not supported, and refused with the reason: node resets and socket errors (they act on the
+//! network, which local states do not have), queue capacities (a send's fate depends on a
+//! queue), handlers that read their mailbox and properties that read the network (both would
+//! see it empty; found when they first do, which ends the run in the refusal). Lost messages
+//! need no fault, since a local state never has to consume one. `sometimes` and `eventually`
+//! properties are not checked.
 
 mod combine;
 mod explore;
@@ -32,8 +34,8 @@ use crate::{CheckOptions, Completion, EngineKind, PropertyReport, Report, Stats,
 use combine::{Combiner, Preliminary};
 use explore::{LocalSpace, StateId, Step};
 use foretell_model::{
-    catch_panic, Action, FixedChoices, LocalEvent, ModelError, NodeId, Property, PropertyKind, Protocol,
-    Simulator, Trace, TraceVerdict, World,
+    catch_panic, reads_network, Action, FixedChoices, LocalEvent, ModelError, NodeId, Property, PropertyKind,
+    Protocol, Simulator, Trace, TraceVerdict, World,
 };
 use serde::{Deserialize, Serialize};
 use soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
@@ -124,6 +126,11 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
             "node resets and socket errors are not explored locally (set their budget to 0)",
         ));
     }
+    if model.queue_capacity_limit().is_some() {
+        return Err(unsupported(
+            "a queue capacity needs the network's queues, which local steps do not have",
+        ));
+    }
     let mut starts = Vec::new();
     sim.initial_worlds(|choices, world, violation| starts.push((choices, world, violation)));
     if starts.len() != 1 {
@@ -154,6 +161,7 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
             memory_polled: Cell::new(started),
             calls: Cell::new(0),
             stop: Cell::new(None),
+            refusal: RefCell::new(None),
         },
         undecided: Vec::new(),
     };
@@ -177,6 +185,9 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
         run.stats.rounds += 1;
         run.stats.bound = bound;
         let (found, cut) = run.explore(bound, &mut combiner);
+        if let Some(reason) = run.stopper.refusal.take() {
+            return Err(unsupported(&reason));
+        }
         let last = bound.is_none_or(|b| b >= max);
         if found.is_some() || run.stopper.stop.get().is_some() || !cut || last {
             break (found, cut);
@@ -245,6 +256,10 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
                     }
                 }
             }
+        }
+        if let Some(node) = space.network_reader {
+            self.stopper
+                .refuse(format!("a handler of {node} read its mailbox, which local steps do not have"));
         }
         let verdicts = verdicts.into_inner();
         self.soundness = verdicts.verifier.counts;
@@ -388,15 +403,23 @@ fn verify<P: Protocol>(
     verifier: &mut Verifier,
 ) -> Soundness {
     let property = &sim.model().properties()[candidate.property];
-    let goal = |states: &[StateId]| is_false(property, &space.world(states));
+    let goal = |states: &[StateId]| is_false(property, &space.world(states), stopper);
     let kind = sim.model().network_kind();
     verifier.verify(space, kind, &candidate.places, &goal, budget, stopper)
 }
 
 /// Whether `property` is false in `world` (a predicate that panics counts as false, as in the
-/// global engines).
-pub(crate) fn is_false<P: Protocol>(property: &Property<P>, world: &World<P>) -> bool {
-    !catch_panic(|| property.holds(world)).unwrap_or(false)
+/// global engines). A property that reads the network, which system states here do not have,
+/// would be judged on an empty one: the run is refused (through `stopper`) instead.
+pub(crate) fn is_false<P: Protocol>(property: &Property<P>, world: &World<P>, stopper: &Stopper) -> bool {
+    let (holds, read) = reads_network(|| catch_panic(|| property.holds(world)));
+    if read {
+        stopper.refuse(format!(
+            "the property {:?} reads the network, which local model checking's system states do not have",
+            property.name()
+        ));
+    }
+    !holds.unwrap_or(false)
 }
 
 /// Stops a run at its time budget, at its memory budget or when it is interrupted: asked often,
@@ -411,9 +434,18 @@ pub(crate) struct Stopper {
     memory_polled: Cell<Instant>,
     calls: Cell<u32>,
     stop: Cell<Option<Completion>>,
+    /// Why the model turned out to be one this engine cannot check, found during the run.
+    refusal: RefCell<Option<String>>,
 }
 
 impl Stopper {
+    /// Stops the run because the model needs what this engine does not have: the run ends in
+    /// an error saying `reason`, not a report.
+    pub(crate) fn refuse(&self, reason: String) {
+        self.refusal.borrow_mut().get_or_insert(reason);
+        self.stop.set(Some(Completion::Interrupted));
+    }
+
     /// Whether the run must stop.
     pub(crate) fn stopped(&self) -> bool {
         if self.stop.get().is_some() {
