@@ -355,3 +355,25 @@ fn an_interrupted_bench_prints_the_runs_completed() {
     );
     assert!(text.contains("Interrupted (Ctrl-C) after "), "{text}");
 }
+
+/// Ctrl-C during `bench --lmc` keeps both tables: the first lists every engine, those that
+/// completed runs with their medians before those that did not; exit 0.
+#[test]
+fn an_interrupted_lmc_bench_keeps_every_table() {
+    let dir = scratch("bench-lmc-interrupt");
+    let args = ["bench", "--lmc", "--runs", "101", "--seconds", "1"];
+    let output = interrupted(&args, &dir, std::time::Duration::from_secs(3));
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let header = "| engine | median s | transitions | states | system states | completion | vs global BFS | paper | runs |";
+    let table = text.split(header).nth(1).unwrap_or_else(|| panic!("no first table: {text}"));
+    let rows: Vec<&str> =
+        table.split("\n\n").next().unwrap().lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(rows.len(), 5, "{text}");
+    let measured = measured_rows(&text, header, 1);
+    assert!(measured.first().is_some_and(|row| row.starts_with("| global BFS |")), "{text}");
+    assert_eq!(rows[..measured.len()], measured[..], "measured engines come first: {text}");
+    assert!(rows[measured.len()..].iter().all(|row| row.contains("not measured")), "{text}");
+    assert!(text.contains("| engine | depth reached"), "{text}");
+    assert!(text.contains("Interrupted (Ctrl-C) after "), "{text}");
+}
