@@ -3,7 +3,12 @@
 //! alternate between configurations so that machine noise spreads over all of them; the
 //! speed-up column compares each multi-threaded row with the one-thread row of the same system
 //! and engine, measured in the same run.
+//!
+//! Ctrl-C stops the bench without losing it ([`crate::bench_stop`]): the run in progress is
+//! discarded, and the table gives the medians of the runs completed, with a `runs` column
+//! saying how many each row has; a row without any is "not measured".
 
+use crate::bench_stop::Stop;
 use anyhow::Result;
 use foretell_check::{CheckOptions, DynModel, EngineKind, Report};
 use std::process::ExitCode;
@@ -38,14 +43,16 @@ struct Row {
 }
 
 impl Row {
-    fn median_seconds(&self) -> f64 {
+    /// The median of the completed runs, `None` if there are none (an interrupted bench).
+    fn median_seconds(&self) -> Option<f64> {
         let mut seconds: Vec<f64> = self.reports.iter().map(|r| r.stats.seconds).collect();
         seconds.sort_by(f64::total_cmp);
-        seconds[seconds.len() / 2]
+        seconds.get(seconds.len() / 2).copied()
     }
 }
 
 pub fn run(runs: u32, large: bool, threads: &[usize]) -> Result<ExitCode> {
+    let mut stop = Stop::on_ctrl_c()?;
     let mut rows = Vec::new();
     for (name, params) in systems(large) {
         let Ok(system) = foretell_systems::find(name) else {
@@ -66,28 +73,50 @@ pub fn run(runs: u32, large: bool, threads: &[usize]) -> Result<ExitCode> {
             }
         }
     }
-    for run in 0..runs {
+    'runs: for run in 0..runs {
         for row in &mut rows {
+            if stop.raised() {
+                break 'runs;
+            }
             eprintln!("run {}/{runs}: {} {} threads={}", run + 1, row.label, row.engine, row.threads);
-            let options =
-                CheckOptions { engine: row.engine, threads: row.threads, ..CheckOptions::default() };
-            row.reports.push(row.model.check(&options)?);
+            let options = CheckOptions {
+                engine: row.engine,
+                threads: row.threads,
+                interrupt: Some(stop.interrupt()),
+                ..CheckOptions::default()
+            };
+            let report = row.model.check(&options)?;
+            match stop.keep(report) {
+                Some(report) => row.reports.push(report),
+                None => break 'runs,
+            }
         }
     }
+    // An interrupted bench says how many runs each row's median is over.
+    let (runs_header, runs_align) = if stop.raised() { (" runs |", " ---: |") } else { ("", "") };
     outln!(
-        "| system | engine | threads | unique states | transitions | median s | median states/s | speed-up |"
+        "| system | engine | threads | unique states | transitions | median s | median states/s | speed-up |{runs_header}"
     );
-    outln!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    outln!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |{runs_align}");
     for row in &rows {
-        let stats = &row.reports[0].stats;
-        let median = row.median_seconds();
+        let runs_cell = if stop.raised() { format!(" {} |", row.reports.len()) } else { String::new() };
+        let (Some(first), Some(median)) = (row.reports.first(), row.median_seconds()) else {
+            outln!(
+                "| {} | {} | {} | not measured | – | – | – | |{runs_cell}",
+                row.label,
+                row.engine,
+                row.threads
+            );
+            continue;
+        };
+        let stats = &first.stats;
         let one_thread = rows
             .iter()
             .find(|r| r.label == row.label && r.engine == row.engine && r.threads == 1)
-            .map(|r| r.median_seconds());
+            .and_then(Row::median_seconds);
         let speed_up = one_thread.map_or("".to_string(), |one| format!("{:.2}x", one / median));
         outln!(
-            "| {} | {} | {} | {} | {} | {median:.3} | {:.0} | {speed_up} |",
+            "| {} | {} | {} | {} | {} | {median:.3} | {:.0} | {speed_up} |{runs_cell}",
             row.label,
             row.engine,
             row.threads,
@@ -104,5 +133,6 @@ pub fn run(runs: u32, large: bool, threads: &[usize]) -> Result<ExitCode> {
             );
         }
     }
+    stop.print_note();
     Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,12 @@
 //! cycle 1000 more times, a temperature report by continuing its execution under the random
 //! scheduler for 10 × `TT` steps (a report whose execution cools down was premature). The exact
 //! method explores each benchmark's whole graph, up to two million worlds.
+//!
+//! Ctrl-C stops the bench without losing it ([`crate::bench_stop`]): the run in progress is
+//! discarded, no more start, and the tables are printed with the runs completed, the cells of
+//! the others "not measured".
 
+use crate::bench_stop::Stop;
 use anyhow::Result;
 use foretell_check::{FoundKind, LassoMethod, LassoOptions, LassoReport, SchedulerKind, Schedulers};
 use std::fmt::Write as _;
@@ -56,16 +61,27 @@ const PHILOSOPHERS: [(usize, f64); 4] = [(2, 17.3), (3, 4.0), (4, 0.4), (5, 0.03
 /// The exact method's time bound per benchmark.
 const EXACT_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// One run, `None` if Ctrl-C came before or during it.
 fn lasso(
+    stop: &mut Stop,
     system: &str,
     variant: Option<&str>,
     set: &[(String, String)],
     options: LassoOptions,
-) -> Result<LassoReport> {
+) -> Result<Option<LassoReport>> {
+    if stop.raised() {
+        return Ok(None);
+    }
     let system = foretell_systems::find(system)?;
     let settings = system.settings(variant, set)?;
     let model = system.build_model(&settings)?;
-    Ok(model.lasso(&options)?)
+    let report = model.lasso(&LassoOptions { interrupt: Some(stop.interrupt()), ..options })?;
+    Ok(stop.keep(report))
+}
+
+/// A cell of a run's report, or "not measured".
+fn cell(report: &Option<LassoReport>, show: impl Fn(&LassoReport) -> String) -> String {
+    report.as_ref().map_or("not measured".to_string(), show)
 }
 
 fn sampling(method: LassoMethod, schedulers: Schedulers, executions: u64) -> LassoOptions {
@@ -104,6 +120,7 @@ fn lengths(report: &LassoReport) -> String {
 }
 
 pub fn run(executions: u64) -> Result<ExitCode> {
+    let mut stop = Stop::on_ctrl_c()?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -117,31 +134,33 @@ pub fn run(executions: u64) -> Result<ExitCode> {
     for row in table_ii() {
         eprintln!("bench --lasso: {}", row.system);
         let temperature = lasso(
+            &mut stop,
             row.system,
             row.variant,
             &[],
             sampling(LassoMethod::Temperature, Schedulers::One(SchedulerKind::Random), executions),
         )?;
         let caching = lasso(
+            &mut stop,
             row.system,
             row.variant,
             &[],
             sampling(LassoMethod::Caching, Schedulers::Portfolio, executions),
         )?;
-        let exact = lasso(row.system, row.variant, &[], exact())?;
+        let exact = lasso(&mut stop, row.system, row.variant, &[], exact())?;
         let paper = &row.paper;
         let _ = writeln!(
             out,
-            "| {}{} | {} | {} | {} | {} | {} | {:.0}, {:.0} | {}%, {}% | {} | {} |",
+            "| {}{} | {} | {} | {} | {} | {} | {}, {} | {}%, {}% | {} | {} |",
             row.system,
             row.variant.map_or(String::new(), |v| format!(" --bug {v}")),
-            percent(&temperature),
-            percent(&caching),
-            lengths(&caching),
-            caching.discarded,
-            exact_cell(&exact),
-            temperature.executions_per_second(),
-            caching.executions_per_second(),
+            cell(&temperature, percent),
+            cell(&caching, percent),
+            cell(&caching, lengths),
+            cell(&caching, |r| r.discarded.to_string()),
+            cell(&exact, exact_cell),
+            cell(&temperature, |r| format!("{:.0}", r.executions_per_second())),
+            cell(&caching, |r| format!("{:.0}", r.executions_per_second())),
             paper.temperature,
             paper.caching,
             paper.lengths.map_or("-".to_string(), |(lt, lc)| format!("{lt}, {lc}")),
@@ -159,6 +178,7 @@ pub fn run(executions: u64) -> Result<ExitCode> {
         let set = [("philosophers".to_string(), philosophers.to_string())];
         let random = Schedulers::One(SchedulerKind::Random);
         let temperature = lasso(
+            &mut stop,
             "dining-philosophers",
             Some("livelock"),
             &set,
@@ -168,20 +188,21 @@ pub fn run(executions: u64) -> Result<ExitCode> {
             },
         )?;
         let caching = lasso(
+            &mut stop,
             "dining-philosophers",
             Some("livelock"),
             &set,
             sampling(LassoMethod::Caching, random, executions),
         )?;
-        let exact = lasso("dining-philosophers", Some("livelock"), &set, exact())?;
+        let exact = lasso(&mut stop, "dining-philosophers", Some("livelock"), &set, exact())?;
         let _ = writeln!(
             out,
             "| {philosophers} | {} | {} | {} | {} | {} | {paper}% |",
-            percent(&temperature),
-            percent(&caching),
-            lengths(&caching),
-            caching.discarded,
-            exact_cell(&exact),
+            cell(&temperature, percent),
+            cell(&caching, percent),
+            cell(&caching, lengths),
+            cell(&caching, |r| r.discarded.to_string()),
+            cell(&exact, exact_cell),
         );
     }
     let _ = writeln!(
@@ -195,12 +216,18 @@ pub fn run(executions: u64) -> Result<ExitCode> {
         (2..=5).map(|n| ("dining-philosophers", vec![("philosophers".to_string(), n.to_string())]));
     for (system, set) in fixed.chain(philosophers) {
         eprintln!("bench --lasso: {system} (fixed)");
-        let caching =
-            lasso(system, None, &set, sampling(LassoMethod::Caching, Schedulers::Portfolio, executions))?;
-        let exact = lasso(system, None, &set, exact())?;
+        let caching = lasso(
+            &mut stop,
+            system,
+            None,
+            &set,
+            sampling(LassoMethod::Caching, Schedulers::Portfolio, executions),
+        )?;
+        let exact = lasso(&mut stop, system, None, &set, exact())?;
         let label = set.first().map_or(system.to_string(), |(_, n)| format!("{system} ({n})"));
-        let _ = writeln!(out, "| {label} | {} | {} |", percent(&caching), exact_cell(&exact));
+        let _ = writeln!(out, "| {label} | {} | {} |", cell(&caching, percent), cell(&exact, exact_cell));
     }
     out!("{out}");
+    stop.print_note();
     Ok(ExitCode::SUCCESS)
 }

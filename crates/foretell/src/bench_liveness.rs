@@ -13,9 +13,14 @@
 //! how many steps random walks take to reach a live world, with the biased weights and with
 //! uniform ones, one fixed seed. Walks that never get there within `dmax` steps count as
 //! longer than any that do.
+//!
+//! Ctrl-C stops the bench without losing it ([`crate::bench_stop`]): the run in progress is
+//! discarded, no more start, and both tables are printed with the runs completed (the first
+//! table's "found C1" column counts them); rows without any are "not measured".
 
+use crate::bench_stop::Stop;
 use anyhow::Result;
-use foretell_check::{Liveness, LivenessReport, LivenessVerdict};
+use foretell_check::{Interrupt, Liveness, LivenessReport, LivenessVerdict};
 use foretell_model::{Model, Protocol, Weights};
 use foretell_systems::{chord, mace_transport, randtree};
 use std::process::ExitCode;
@@ -43,7 +48,7 @@ struct Search {
 const SEARCH: Search = Search { depth: 4, dmax: 2000, walks: 16, invariants: true };
 
 /// A liveness engine run with a given seed.
-type SeededRun = Box<dyn Fn(u64) -> Result<LivenessReport>>;
+type SeededRun = Box<dyn Fn(u64, Interrupt) -> Result<LivenessReport>>;
 
 /// A liveness bug to find, with the search that finds it.
 struct BugCase {
@@ -58,8 +63,9 @@ struct BugCase {
 /// The engine on `model` with `search`, any seed.
 fn seeded<P: Protocol>(model: Model<P>, search: Search) -> SeededRun {
     let model = Arc::new(model);
-    Box::new(move |seed| {
+    Box::new(move |seed, interrupt| {
         let run = Liveness::new(Arc::clone(&model))
+            .interrupt(interrupt)
             .depth(search.depth)
             .dmax(search.dmax)
             .walks(search.walks)
@@ -188,12 +194,20 @@ fn critical_steps(reports: &[LivenessReport]) -> String {
 }
 
 /// Runs every bug once per seed, the bugs alternating; the reports of each bug in seed order.
-fn run_bugs(cases: &[BugCase], runs: u32) -> Result<Vec<Vec<LivenessReport>>> {
+/// Ctrl-C stops them, the run in progress discarded.
+fn run_bugs(cases: &[BugCase], runs: u32, stop: &mut Stop) -> Result<Vec<Vec<LivenessReport>>> {
     let mut reports: Vec<Vec<LivenessReport>> = cases.iter().map(|_| Vec::new()).collect();
-    for seed in 0..u64::from(runs) {
+    'seeds: for seed in 0..u64::from(runs) {
         for (case, reports) in cases.iter().zip(&mut reports) {
+            if stop.raised() {
+                break 'seeds;
+            }
             eprintln!("run {}/{runs}: {} from {}", seed + 1, case.label, case.start);
-            reports.push((case.run)(seed)?);
+            let report = (case.run)(seed, stop.interrupt())?;
+            match stop.keep(report) {
+                Some(report) => reports.push(report),
+                None => break 'seeds,
+            }
         }
     }
     Ok(reports)
@@ -209,6 +223,14 @@ fn print_bugs(cases: &[BugCase], reports: &[Vec<LivenessReport>]) {
     for (case, reports) in cases.iter().zip(reports) {
         let stat = |f: fn(&LivenessReport) -> Option<f64>| median(reports.iter().filter_map(f).collect());
         let Search { depth, dmax, walks, .. } = case.search;
+        if reports.is_empty() {
+            outln!(
+                "| {} | {} | {depth} / {dmax} / {walks} | not measured | – | – | – | – | – | – | – |",
+                case.label,
+                case.start
+            );
+            continue;
+        }
         outln!(
             "| {} | {} | {depth} / {dmax} / {walks} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
             case.label,
@@ -226,7 +248,7 @@ fn print_bugs(cases: &[BugCase], reports: &[Vec<LivenessReport>]) {
 }
 
 /// Walks to liveness with given weights: the steps each walk took, `None` if it never got there.
-type WeightedWalks = Box<dyn Fn(Weights) -> Result<Vec<Option<usize>>>>;
+type WeightedWalks = Box<dyn Fn(Weights, Interrupt) -> Result<Vec<Option<usize>>>>;
 
 /// A fixed system whose walks to liveness are measured.
 struct WalkCase {
@@ -240,8 +262,9 @@ struct WalkCase {
 /// is looked at: the fixed versions' invariants are checked elsewhere.
 fn walks_to_liveness<P: Protocol>(model: Model<P>, dmax: usize) -> WeightedWalks {
     let model = Arc::new(model);
-    Box::new(move |weights| {
+    Box::new(move |weights, interrupt| {
         let run = Liveness::new(Arc::clone(&model))
+            .interrupt(interrupt)
             .dmax(dmax)
             .weights(weights)
             .seed(FIGURE4_SEED)
@@ -320,8 +343,8 @@ fn steps(value: Option<usize>, dmax: usize) -> String {
     value.map_or(format!("> {dmax}"), |s| s.to_string())
 }
 
-/// Measures and prints the Figure 4 table.
-fn print_figure4(cases: &[WalkCase]) -> Result<()> {
+/// Measures and prints the Figure 4 table; after Ctrl-C, the rows not measured say so.
+fn print_figure4(cases: &[WalkCase], stop: &mut Stop) -> Result<()> {
     outln!(
         "| system (fixed) | start | weights | walks | dmax | median steps | 90th percentile | \
          mean steps (reached) | reached live within dmax |"
@@ -329,8 +352,23 @@ fn print_figure4(cases: &[WalkCase]) -> Result<()> {
     outln!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for case in cases {
         for (name, weights) in [("biased", Weights::BIASED), ("uniform", Weights::UNIFORM)] {
-            eprintln!("walks to liveness: {} from {}, {name}", case.label, case.start);
-            let d = Distribution::of((case.walks)(weights)?);
+            let walks = if stop.raised() {
+                None
+            } else {
+                eprintln!("walks to liveness: {} from {}, {name}", case.label, case.start);
+                let walks = (case.walks)(weights, stop.interrupt())?;
+                stop.keep(walks)
+            };
+            let Some(walks) = walks else {
+                outln!(
+                    "| {} | {} | {name} ({weights}) | not measured | {} | – | – | – | – |",
+                    case.label,
+                    case.start,
+                    case.dmax
+                );
+                continue;
+            };
+            let d = Distribution::of(walks);
             outln!(
                 "| {} | {} | {name} ({weights}) | {} | {} | {} | {} | {} | {:.1}% |",
                 case.label,
@@ -349,10 +387,12 @@ fn print_figure4(cases: &[WalkCase]) -> Result<()> {
 
 /// `foretell bench --liveness --runs N`: both tables, a blank line between them.
 pub fn run(runs: u32) -> Result<ExitCode> {
+    let mut stop = Stop::on_ctrl_c()?;
     let cases = bugs();
-    let reports = run_bugs(&cases, runs)?;
+    let reports = run_bugs(&cases, runs, &mut stop)?;
     print_bugs(&cases, &reports);
     outln!();
-    print_figure4(&fixed_systems())?;
+    print_figure4(&fixed_systems(), &mut stop)?;
+    stop.print_note();
     Ok(ExitCode::SUCCESS)
 }

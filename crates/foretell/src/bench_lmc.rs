@@ -8,7 +8,12 @@
 //! seconds of `runs`, transitions, states, system states built, and each engine's speed-up over
 //! global BFS. The second is the two-proposal space, each engine given the same time budget: how
 //! deep it got.
+//!
+//! Ctrl-C stops the bench without losing it ([`crate::bench_stop`]): the run in progress is
+//! discarded, no more start, and both tables are printed with the runs completed — the first
+//! with a `runs` column saying how many each engine has — engines without any "not measured".
 
+use crate::bench_stop::Stop;
 use anyhow::Result;
 use foretell_check::{Check, CheckOptions, Completion, EngineKind, LmcMode, LmcOptions, Pruning, Report};
 use foretell_model::Model;
@@ -62,38 +67,75 @@ fn run_one(model: &Model<Paxos>, options: &CheckOptions) -> Result<Report> {
 /// Runs the LMC benchmark: `runs` runs per engine on the one-proposal space, `seconds` per
 /// engine on the two-proposal space.
 pub fn run(runs: u32, seconds: u64) -> Result<ExitCode> {
+    let mut stop = Stop::on_ctrl_c()?;
     let budget = Some(Duration::from_secs(seconds));
     let one = model(&parse_proposals("0:1").expect("valid"), 0, Bug::None);
+    // Each engine's completed runs on the one-proposal space.
+    let mut measured: Vec<(Engine, Vec<Report>)> = Vec::new();
+    'engines: for engine in engines() {
+        let mut reports = Vec::new();
+        // Without state hashing the search is exponential: it gets the time budget, once.
+        let unbounded = engine.options.pruning == Pruning::None;
+        let options = CheckOptions {
+            timeout: if unbounded { budget } else { None },
+            interrupt: Some(stop.interrupt()),
+            ..engine.options.clone()
+        };
+        for _ in 0..if unbounded { 1 } else { runs } {
+            if stop.raised() {
+                measured.push((engine, reports));
+                break 'engines;
+            }
+            eprintln!("{}: run {}/{runs}", engine.label, reports.len() + 1);
+            let report = run_one(&one, &options)?;
+            reports.extend(stop.keep(report));
+        }
+        measured.push((engine, reports));
+    }
+    let two = model(&parse_proposals("0:1,1:2").expect("valid"), 0, Bug::None);
+    // Each global and LMC engine's one run on the two-proposal space, if it completed.
+    let mut deep: Vec<(Engine, Option<Report>)> = Vec::new();
+    for engine in engines().into_iter().filter(|e| e.options.engine != EngineKind::Stateless) {
+        if stop.raised() {
+            deep.push((engine, None));
+            continue;
+        }
+        eprintln!("{}: {seconds} s on two proposals", engine.label);
+        let options =
+            CheckOptions { timeout: budget, interrupt: Some(stop.interrupt()), ..engine.options.clone() };
+        let report = run_one(&two, &options)?;
+        deep.push((engine, stop.keep(report)));
+    }
+
     outln!(
         "Paxos, 3 nodes, one proposal, no resets (LMC Figure 10), median of {runs} runs (B-DFS: one run of at \
          most {seconds} s):\n"
     );
+    // An interrupted bench says how many runs each engine's median is over.
+    let (runs_header, runs_align) = if stop.raised() { (" runs |", "---|") } else { ("", "") };
     outln!(
-        "| engine | median s | transitions | states | system states | completion | vs global BFS | paper |"
+        "| engine | median s | transitions | states | system states | completion | vs global BFS | paper |{runs_header}"
     );
-    outln!("|---|---|---|---|---|---|---|---|");
+    outln!("|---|---|---|---|---|---|---|---|{runs_align}");
     let mut bfs_seconds = None;
-    for engine in engines() {
-        let mut reports = Vec::new();
-        // Without state hashing the search is exponential: it gets the time budget, once.
-        let unbounded = engine.options.pruning == Pruning::None;
-        let options =
-            CheckOptions { timeout: if unbounded { budget } else { None }, ..engine.options.clone() };
-        for _ in 0..if unbounded { 1 } else { runs } {
-            eprintln!("{}: run {}/{runs}", engine.label, reports.len() + 1);
-            reports.push(run_one(&one, &options)?);
-        }
+    let engines_run = measured.len();
+    let not_run = engines().into_iter().skip(engines_run).map(|engine| (engine, Vec::new()));
+    for (engine, reports) in measured.into_iter().chain(not_run) {
+        let runs_cell = if stop.raised() { format!(" {} |", reports.len()) } else { String::new() };
         let mut times: Vec<f64> = reports.iter().map(|r| r.stats.seconds).collect();
         times.sort_by(f64::total_cmp);
-        let median = times[times.len() / 2];
+        let (Some(&median), Some(last)) = (times.get(times.len() / 2), reports.last()) else {
+            outln!("| {} | not measured | – | – | – | – | – | {} |{runs_cell}", engine.label, engine.paper);
+            continue;
+        };
+        // The first engine, global BFS, is the baseline.
         let baseline = *bfs_seconds.get_or_insert(median);
-        let last = reports.last().expect("at least one run");
         let (states, system_states) = match &last.lmc {
             Some(lmc) => (format!("{} local", last.stats.unique_states), lmc.system_states.to_string()),
             None => (last.stats.unique_states.to_string(), "-".into()),
         };
         outln!(
-            "| {} | {:.6} | {} | {} | {} | {} | {:.1}x | {} |",
+            "| {} | {:.6} | {} | {} | {} | {} | {:.1}x | {} |{runs_cell}",
             engine.label,
             median,
             last.stats.transitions,
@@ -104,17 +146,17 @@ pub fn run(runs: u32, seconds: u64) -> Result<ExitCode> {
             engine.paper
         );
     }
-    let two = model(&parse_proposals("0:1,1:2").expect("valid"), 0, Bug::None);
     outln!(
         "\nPaxos, 3 nodes, two proposals from two nodes, no resets: {seconds} s per engine (the paper: \
               B-DFS reached depth 20, LMC 39, of 41, in hours):\n"
     );
     outln!("| engine | depth reached (BFS: levels completed; LMC: longest event sequence) | transitions | states | preliminary violations (unsound) | completion |");
     outln!("|---|---|---|---|---|---|");
-    for engine in engines().into_iter().filter(|e| e.options.engine != EngineKind::Stateless) {
-        eprintln!("{}: {seconds} s on two proposals", engine.label);
-        let options = CheckOptions { timeout: budget, ..engine.options };
-        let report = run_one(&two, &options)?;
+    for (engine, report) in deep {
+        let Some(report) = report else {
+            outln!("| {} | not measured | – | – | – | – |", engine.label);
+            continue;
+        };
         let (depth, violations) = match &report.lmc {
             // LMC's depth: the longest event sequence its local states stand for.
             Some(lmc) => {
@@ -134,6 +176,7 @@ pub fn run(runs: u32, seconds: u64) -> Result<ExitCode> {
             completion(report.completion)
         );
     }
+    stop.print_note();
     Ok(ExitCode::SUCCESS)
 }
 

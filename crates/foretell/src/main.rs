@@ -10,6 +10,7 @@ mod bench;
 mod bench_lasso;
 mod bench_liveness;
 mod bench_lmc;
+mod bench_stop;
 mod cli;
 #[cfg(feature = "cluster")]
 mod cluster_cmd;

@@ -324,3 +324,56 @@ fn lossy_memory_modes_report_their_omissions_and_sane_sizes() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("larger than this machine's memory"), "{stderr}");
 }
+
+/// The measured rows of a bench's Markdown table: those whose `column`-th cell (from 0) is a
+/// number.
+fn measured_rows<'a>(text: &'a str, header: &str, column: usize) -> Vec<&'a str> {
+    let table = text.split(header).nth(1).unwrap_or_else(|| panic!("no table {header:?} in {text}"));
+    let table = table.split("\n\n").next().unwrap_or("");
+    table
+        .lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| ---"))
+        .filter(|line| line.split('|').nth(column + 1).is_some_and(|c| c.trim().parse::<f64>().is_ok()))
+        .collect()
+}
+
+/// Ctrl-C during `bench` keeps what was measured: the table of the completed runs, with how
+/// many runs each row has, and a line saying the bench was interrupted; exit 0 as `check`.
+#[test]
+fn an_interrupted_bench_prints_the_runs_completed() {
+    let dir = scratch("bench-interrupt");
+    let args = ["bench", "--runs", "50", "--threads", "1"];
+    let output = interrupted(&args, &dir, std::time::Duration::from_secs(3));
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let header = "| system | engine | threads | unique states | transitions | median s | median states/s | speed-up | runs |";
+    let rows = measured_rows(&text, header, 3);
+    assert!(!rows.is_empty(), "no measured row: {text}");
+    assert!(
+        rows.iter().all(|row| row.split('|').nth(9).is_some_and(|n| n.trim().parse::<u32>().unwrap() >= 1)),
+        "{text}"
+    );
+    assert!(text.contains("Interrupted (Ctrl-C) after "), "{text}");
+}
+
+/// Ctrl-C during `bench --lmc` keeps both tables: the first lists every engine, those that
+/// completed runs with their medians before those that did not; exit 0.
+#[test]
+fn an_interrupted_lmc_bench_keeps_every_table() {
+    let dir = scratch("bench-lmc-interrupt");
+    let args = ["bench", "--lmc", "--runs", "101", "--seconds", "1"];
+    let output = interrupted(&args, &dir, std::time::Duration::from_secs(3));
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let header = "| engine | median s | transitions | states | system states | completion | vs global BFS | paper | runs |";
+    let table = text.split(header).nth(1).unwrap_or_else(|| panic!("no first table: {text}"));
+    let rows: Vec<&str> =
+        table.split("\n\n").next().unwrap().lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(rows.len(), 5, "{text}");
+    let measured = measured_rows(&text, header, 1);
+    assert!(measured.first().is_some_and(|row| row.starts_with("| global BFS |")), "{text}");
+    assert_eq!(rows[..measured.len()], measured[..], "measured engines come first: {text}");
+    assert!(rows[measured.len()..].iter().all(|row| row.contains("not measured")), "{text}");
+    assert!(text.contains("| engine | depth reached"), "{text}");
+    assert!(text.contains("Interrupted (Ctrl-C) after "), "{text}");
+}
