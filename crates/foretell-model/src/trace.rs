@@ -262,6 +262,8 @@ impl Trace {
     /// # Errors
     /// [`TraceError`] when the text is not a trace of a supported version.
     pub fn from_json(text: &str) -> Result<Trace, TraceError> {
+        // A byte-order mark, which some editors write before JSON, is no part of the trace.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let value: Value = serde_json::from_str(text).map_err(|e| TraceError::Malformed(e.to_string()))?;
         match value.get("format").and_then(Value::as_str) {
             Some(TRACE_FORMAT) => {}
@@ -436,6 +438,12 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
             let event: EventOf<P> = serde_json::from_value(step.event.clone())
                 .map_err(|e| fail(number, format!("the event does not fit this system: {e}")))?;
+            if event.node() != step.node {
+                return Err(fail(
+                    number,
+                    format!("names {} as its node, but its event is {}'s", step.node, event.node()),
+                ));
+            }
             let action = self
                 .find_action(&world, &event)
                 .ok_or_else(|| fail(number, format!("event {} is not enabled here", compact(&step.event))))?;

@@ -170,7 +170,7 @@ impl System {
                     return Err(ConfigError::UnknownParam {
                         system: self.name.into(),
                         name: name.clone(),
-                        known: known.join(", "),
+                        known: if known.is_empty() { "none".into() } else { known.join(", ") },
                     });
                 }
             }

@@ -40,8 +40,8 @@ pub enum Command {
     /// on the reference systems, on one thread and on several, as a Markdown table; with
     /// `--liveness`, the liveness engine instead.
     Bench {
-        /// Runs per configuration; the median is reported.
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=101))]
+        /// Runs per configuration; the median is reported (`--lasso` counts executions instead).
+        #[arg(long, default_value_t = 5, conflicts_with = "lasso", value_parser = clap::value_parser!(u32).range(1..=101))]
         runs: u32,
         /// Measure the liveness engine: time to a confirmed dead path for each liveness bug of
         /// the Mace systems (one seed per run), and the steps biased and uniform walks take to
@@ -91,7 +91,9 @@ pub struct CheckArgs {
     /// Explore no world more than D steps from the initial world.
     #[arg(long, value_name = "D")]
     pub max_depth: Option<usize>,
-    /// Stop after S distinct worlds (with --engine lmc: S local states).
+    /// Stop after S distinct worlds (with --engine lmc: S local states). Breadth-first search
+    /// checks the bound at every world; the depth-first and stateless engines every few hundred,
+    /// so they may pass it by that many.
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
     /// Stop after SECS seconds.

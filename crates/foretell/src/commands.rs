@@ -3,8 +3,8 @@
 use crate::cli::{CheckArgs, Cli, Command, LivenessArgs, SystemChoice};
 use anyhow::{bail, Context, Result};
 use foretell_check::{
-    CheckOptions, DynModel, EngineKind, Interrupt, LivenessOptions, LivenessProgress, LivenessReport,
-    LivenessVerdict, LmcOptions, Memory, Prefix, Progress, Report, Violation,
+    CheckOptions, DynModel, EngineKind, FingerprintBits, Interrupt, LivenessOptions, LivenessProgress,
+    LivenessReport, LivenessVerdict, LmcOptions, Memory, Prefix, Progress, Report, Violation,
 };
 use foretell_model::{SystemRef, Trace, TraceVerdict, ViolationKind};
 use foretell_systems::{Settings, Start, System};
@@ -75,6 +75,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     let bar = progress_bar();
     let sink_bar = bar.clone();
     let lmc = lmc_options(&args)?;
+    applicable_to_the_engine(&args)?;
     let options = CheckOptions {
         engine: args.engine,
         lmc,
@@ -101,6 +102,23 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
         print_report(&report, &system_ref, &trace_files);
     }
     Ok(if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Refuses flags the chosen engine would silently ignore (local model checking's are refused by
+/// [`lmc_options`]).
+fn applicable_to_the_engine(args: &CheckArgs) -> Result<()> {
+    if args.engine == EngineKind::Stateless {
+        if args.memory != Memory::Exact {
+            bail!("--memory does not apply to --engine stateless (it keeps its own map of explored worlds)");
+        }
+        if args.threads != 1 {
+            bail!("--threads does not apply to --engine stateless (it runs on one thread)");
+        }
+    }
+    if args.fingerprint_bits == FingerprintBits::B128 && args.memory != Memory::Exact {
+        bail!("--fingerprint-bits 128 applies to --memory exact only (the lossy modes keep fewer bits)");
+    }
+    Ok(())
 }
 
 /// Local model checking's options from `args`: its flags need `--engine lmc`, and the flags of
