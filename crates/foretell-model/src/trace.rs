@@ -438,15 +438,15 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
             let event: EventOf<P> = serde_json::from_value(step.event.clone())
                 .map_err(|e| fail(number, format!("the event does not fit this system: {e}")))?;
+            let action = self
+                .find_action(&world, &event)
+                .ok_or_else(|| fail(number, format!("event {} is not enabled here", compact(&step.event))))?;
             if event.node() != step.node {
                 return Err(fail(
                     number,
                     format!("names {} as its node, but its event is {}'s", step.node, event.node()),
                 ));
             }
-            let action = self
-                .find_action(&world, &event)
-                .ok_or_else(|| fail(number, format!("event {} is not enabled here", compact(&step.event))))?;
             let mut chooser = FixedChoices::new(&step.choices);
             let outcome = self.step(&world, action, &mut chooser, false);
             chooser.finish().map_err(|r| fail(number, r))?;
