@@ -4,6 +4,7 @@
 //! An engine owns only its frontier (a queue, a stack, a re-executed path) and calls
 //! [`Exploration::examine`] on each new world and [`Exploration::should_stop`] between worlds.
 
+use crate::stop::Stop;
 use crate::{
     over_budget, CheckOptions, Completion, Omission, Progress, PropertyReport, Report, Stats, Violation,
 };
@@ -31,6 +32,8 @@ pub(crate) struct Exploration<'m, 'o, P: Protocol> {
     pub(crate) options: &'o CheckOptions,
     pub(crate) stats: Stats,
     started: Instant,
+    /// The time budget and the interrupt, as every engine asks them.
+    limits: Stop,
     last_progress: Mutex<Instant>,
     polls: u64,
     covered: Vec<bool>,
@@ -96,6 +99,7 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             options,
             stats: Stats::default(),
             started: now,
+            limits: Stop::new(now, options.timeout, options.interrupt.clone()),
             last_progress: Mutex::new(now),
             polls: 0,
             covered: vec![false; sim.model().properties().len()],
@@ -169,12 +173,10 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
             return true;
         }
         let now = Instant::now();
-        let stop = if self.options.interrupt.as_ref().is_some_and(|i| i.is_raised()) {
-            Some(Completion::Interrupted)
+        let stop = if let Some(reason) = self.limits.poll() {
+            Some(reason)
         } else if self.options.states_max.is_some_and(|max| unique >= max) {
             Some(Completion::StatesBound)
-        } else if self.options.timeout.is_some_and(|t| now - self.started >= t) {
-            Some(Completion::TimeBound)
         } else if over_budget(self.options.memory_max) {
             Some(Completion::MemoryBound)
         } else {

@@ -40,6 +40,7 @@ mod options;
 mod report;
 mod segmented_vec;
 mod shared_path;
+mod stop;
 mod zeroed_pages;
 
 pub use check::Check;

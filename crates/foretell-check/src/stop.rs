@@ -1,8 +1,10 @@
-//! When a liveness run must stop: its time budget is spent or it was interrupted (Ctrl-C). The
-//! same flag and clock the other engines poll ([`crate::Interrupt`], `timeout`), shared by the
-//! coordinator and every walk worker, so that each long loop of the run — a walk of up to `dmax`
-//! steps, a replay of a suspect path, the probes of FindCriticalTransition, the prefix walk —
-//! can ask it cheaply (every [`POLL_EVERY`] steps) and end promptly with what it has.
+//! When a run must stop for its time budget or an interrupt (Ctrl-C): the one answer every
+//! engine asks — the global searches between worlds, local model checking between handler runs
+//! and system states, lasso detection between executions, and each long loop of a liveness run
+//! (a walk of up to `dmax` steps, a replay of a suspect path, the probes of
+//! FindCriticalTransition, the prefix walk), cheaply, every [`POLL_EVERY`] steps where a loop is
+//! hot. It is shared between threads. The engines' own bounds (states, memory, depth) are
+//! theirs.
 //!
 //! The first poll that finds a reason records it, so that every later question gets the same
 //! answer (a run interrupted after its time budget ran out stays "stopped at the time bound").

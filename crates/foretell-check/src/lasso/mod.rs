@@ -27,7 +27,8 @@ pub use execution::Method as SamplingMethod;
 pub use report::{LassoCompletion, LassoFindingReport, LassoReport, SchedulerStats};
 pub use scheduler::{SchedulerKind, Schedulers, PORTFOLIO};
 
-use crate::Interrupt;
+use crate::stop::Stop;
+use crate::{Completion, Interrupt};
 use execution::{cools_down, cycle_holds, Executed, Executor, Found, Sites};
 use foretell_model::{
     DynMonitor, LassoFinding, Model, ModelError, PartialHash, PropertyKind, Protocol, Simulator, Temperature,
@@ -220,25 +221,24 @@ impl<'m, P: Protocol> Lasso<'m, P> {
         let exec =
             Executor { sim: &sim, model: self.model, monitors: &monitors, hash: &hash, options, method };
         let started = Instant::now();
-        let stop = || {
-            options.interrupt.as_ref().is_some_and(Interrupt::is_raised)
-                || options.timeout.is_some_and(|t| started.elapsed() >= t)
-        };
+        let limits = Stop::new(started, options.timeout, options.interrupt.clone());
         let mut report = LassoReport::new(options, monitors.iter().map(|m| m.name().to_string()).collect());
         if options.method == LassoMethod::Exact {
-            self.run_exact(&exec, &stop, &mut report);
+            self.run_exact(&exec, &limits, &mut report);
         } else {
-            self.run_sampling(&exec, &stop, &mut report);
+            self.run_sampling(&exec, &limits, &mut report);
         }
         report.elapsed = started.elapsed();
-        if report.completion == LassoCompletion::Finished && stop() {
-            report.completion = completion_of_stop(options);
+        if report.completion == LassoCompletion::Finished {
+            if let Some(reason) = limits.poll() {
+                report.completion = stopped(reason);
+            }
         }
         Ok(report)
     }
 
-    fn run_exact(&self, exec: &Executor<'_, 'm, P>, stop: &dyn Fn() -> bool, report: &mut LassoReport) {
-        let explored = exec.explore_exact(self.options.max_worlds, stop);
+    fn run_exact(&self, exec: &Executor<'_, 'm, P>, limits: &Stop, report: &mut LassoReport) {
+        let explored = exec.explore_exact(self.options.max_worlds, &|| limits.poll().is_some());
         report.exact = Some(report::ExactStats {
             worlds: explored.worlds,
             edges: explored.edges,
@@ -247,8 +247,7 @@ impl<'m, P: Protocol> Lasso<'m, P> {
             refinements: explored.stats.refinements,
         });
         if !explored.complete {
-            report.completion =
-                if stop() { completion_of_stop(&self.options) } else { LassoCompletion::WorldsBound };
+            report.completion = limits.poll().map_or(LassoCompletion::WorldsBound, stopped);
         }
         if let Some(found) = explored.found {
             let kind = match found.kind {
@@ -264,12 +263,7 @@ impl<'m, P: Protocol> Lasso<'m, P> {
         }
     }
 
-    fn run_sampling(
-        &self,
-        exec: &Executor<'_, 'm, P>,
-        stop: &(dyn Fn() -> bool + Sync),
-        report: &mut LassoReport,
-    ) {
+    fn run_sampling(&self, exec: &Executor<'_, 'm, P>, limits: &Stop, report: &mut LassoReport) {
         let options = &self.options;
         let members = options.schedulers.members();
         let threads = options.threads.max(1);
@@ -303,7 +297,7 @@ impl<'m, P: Protocol> Lasso<'m, P> {
                         let mut result = StreamResult::new(kind);
                         let mut execution = first;
                         while execution < options.executions {
-                            if stop() {
+                            if limits.poll().is_some() {
                                 break;
                             }
                             if !scheduler.start(execution) {
@@ -421,11 +415,11 @@ fn monitors_of<P: Protocol>(model: &Model<P>) -> Vec<DynMonitor<P>> {
     model.monitors().iter().cloned().chain(eventually.cloned().map(DynMonitor::eventually)).collect()
 }
 
-fn completion_of_stop(options: &LassoOptions) -> LassoCompletion {
-    if options.interrupt.as_ref().is_some_and(Interrupt::is_raised) {
-        LassoCompletion::Interrupted
-    } else {
-        LassoCompletion::TimeBound
+/// How a run [`Stop`] ended reads in a lasso report.
+fn stopped(reason: Completion) -> LassoCompletion {
+    match reason {
+        Completion::Interrupted => LassoCompletion::Interrupted,
+        _ => LassoCompletion::TimeBound,
     }
 }
 

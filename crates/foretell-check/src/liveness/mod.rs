@@ -25,12 +25,12 @@ mod critical;
 mod periphery;
 mod pool;
 mod report;
-mod stop;
 mod walk;
 
 pub use critical::Case;
 pub use report::{describe, LivenessReport, LivenessStats, LivenessVerdict};
 
+use crate::stop::Stop;
 use crate::Interrupt;
 use critical::{find_critical_transition, Critical, ProbeError};
 use foretell_model::{
@@ -42,7 +42,6 @@ use pool::{Job, Pool, Stalled};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stop::Stop;
 pub(crate) use walk::WalkRng;
 use walk::{Steps, WalkEnd, Walked, Walker};
 

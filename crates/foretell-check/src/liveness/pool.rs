@@ -15,9 +15,9 @@
 //! before its first step, all as [`WalkEnd::Stopped`](super::walk::WalkEnd::Stopped), so a batch
 //! returns promptly, whatever `dmax`, and the caller decides what its finished walks mean.
 
-use super::stop::Stop;
 use super::walk::{WalkRng, Walked, Walker};
 use super::LiveSet;
+use crate::stop::Stop;
 use foretell_model::{Model, Protocol, Simulator, Weights, World};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};

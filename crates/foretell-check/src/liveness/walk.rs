@@ -5,7 +5,7 @@
 //! that diverged). A walk asks the run's [`Stop`] every thousand steps or so and ends early, cut
 //! short, when the run is interrupted or out of time: a walk may be up to `dmax` steps long.
 
-use super::stop::Stop;
+use crate::stop::Stop;
 use foretell_model::{Action, Chooser, Protocol, Simulator, StepViolation, Weights, World};
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;

@@ -30,6 +30,7 @@ mod soundness;
 pub use combine::LmcMode;
 
 use crate::report::kind_name;
+use crate::stop::Stop;
 use crate::{CheckOptions, Completion, EngineKind, PropertyReport, Report, Stats, Status, Violation};
 use combine::{Combiner, Preliminary};
 use explore::{LocalSpace, StateId, Step};
@@ -154,9 +155,7 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
         stats: LmcStats { mode: options.lmc.mode, ..LmcStats::default() },
         soundness: SoundnessCounts::default(),
         stopper: Stopper {
-            started,
-            timeout: options.timeout,
-            interrupt: options.interrupt.clone(),
+            limits: Stop::new(started, options.timeout, options.interrupt.clone()),
             memory_max: options.memory_max,
             memory_polled: Cell::new(started),
             calls: Cell::new(0),
@@ -426,9 +425,8 @@ pub(crate) fn is_false<P: Protocol>(property: &Property<P>, world: &World<P>, st
 /// it looks at the clock once in a while, and at the process's memory at most every
 /// [`MEMORY_POLL`].
 pub(crate) struct Stopper {
-    started: Instant,
-    timeout: Option<Duration>,
-    interrupt: Option<crate::Interrupt>,
+    /// The time budget and the interrupt, as every engine asks them.
+    limits: Stop,
     memory_max: Option<u64>,
     /// When the process's memory was last read.
     memory_polled: Cell<Instant>,
@@ -456,10 +454,8 @@ impl Stopper {
         if calls % 256 != 0 {
             return false;
         }
-        if self.interrupt.as_ref().is_some_and(|i| i.is_raised()) {
-            self.stop.set(Some(Completion::Interrupted));
-        } else if self.timeout.is_some_and(|t| self.started.elapsed() >= t) {
-            self.stop.set(Some(Completion::TimeBound));
+        if let Some(reason) = self.limits.poll() {
+            self.stop.set(Some(reason));
         } else if self.memory_reached() {
             self.stop.set(Some(Completion::MemoryBound));
         }
