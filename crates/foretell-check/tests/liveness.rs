@@ -952,7 +952,7 @@ fn a_run_out_of_time_stops_in_the_middle_of_a_long_walk() {
         assert!(report.trace.is_none(), "{report}");
         assert_eq!((report.stats.suspects, report.stats.unconfirmed), (0, 0), "{report}");
         assert!(report.stats.seconds >= 0.3, "{report}");
-        assert!(report.to_string().starts_with("verdict: stopped: stopped at the time bound"), "{report}");
+        assert!(report.to_string().starts_with("verdict: stopped at the time bound"), "{report}");
         if prefix == Prefix::Start {
             assert_eq!(report.stats.periphery, 1, "{report}");
             assert_eq!(report.stats.walks, 1, "{report}");

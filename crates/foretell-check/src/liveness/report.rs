@@ -46,7 +46,9 @@ impl fmt::Display for LivenessVerdict {
             LivenessVerdict::SafetyViolation => f.write_str("safety violation"),
             LivenessVerdict::Divergence => f.write_str("divergence: a handler did not return"),
             LivenessVerdict::NoLivePrefix => f.write_str("the prefix walk never reached a live world"),
-            LivenessVerdict::Stopped(why) => write!(f, "stopped: {why}"),
+            // The completion's own words say "stopped at ..." for every bound.
+            LivenessVerdict::Stopped(Completion::Interrupted) => f.write_str("stopped: interrupted"),
+            LivenessVerdict::Stopped(why) => write!(f, "{why}"),
         }
     }
 }
