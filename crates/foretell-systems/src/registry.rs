@@ -140,6 +140,16 @@ pub enum ConfigError {
     },
 }
 
+/// `value` as a parameter whose default is `default` keeps it: a number written as the default
+/// is (`03` and `+3` as `3`), so that traces name one configuration one way and `--from` can
+/// compare them; anything else as given, for the system to accept or refuse.
+fn canonical(value: &str, default: &str) -> String {
+    match (default.parse::<u64>(), value.parse::<u64>()) {
+        (Ok(_), Ok(number)) => number.to_string(),
+        _ => value.to_string(),
+    }
+}
+
 impl System {
     /// The settings for `variant` and `overrides` (`NAME=VALUE` pairs), defaults filled in.
     ///
@@ -164,7 +174,7 @@ impl System {
             self.params.iter().map(|p| (p.name.to_string(), p.default.to_string())).collect();
         for (name, value) in overrides {
             match values.get_mut(name) {
-                Some(slot) => *slot = value.clone(),
+                Some(slot) => *slot = canonical(value, slot),
                 None => {
                     let known: Vec<&str> = self.params.iter().map(|p| p.name).collect();
                     return Err(ConfigError::UnknownParam {
@@ -331,5 +341,17 @@ mod tests {
             let unknown = system.scenario_start("no-such-scenario");
             assert!(matches!(unknown, Err(ConfigError::UnknownScenario { .. })), "{}", system.name);
         }
+    }
+
+    /// A number is kept as written canonically, whatever the user wrote; other values as given.
+    #[test]
+    fn numeric_parameters_are_kept_canonically() {
+        let system = find("two-phase-commit").unwrap();
+        for written in ["3", "03", "+3"] {
+            let settings = system.settings(None, &[("rms".into(), written.into())]).unwrap();
+            assert_eq!(settings.values["rms"], "3", "{written}");
+        }
+        let settings = system.settings(None, &[("rms".into(), "three".into())]).unwrap();
+        assert_eq!(settings.values["rms"], "three", "left for the system to refuse");
     }
 }
