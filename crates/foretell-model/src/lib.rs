@@ -54,7 +54,7 @@ pub use ignored::Ignored;
 pub use local::{LocalAction, LocalEvent, LocalOutcome, LocalState};
 pub use model::{Budget, Driver, Faults, Model, ModelError};
 pub use monitor::{DynMonitor, Monitor, MonitorState, Observation, Temperature};
-pub use network::{Envelope, NetworkKind};
+pub use network::{Envelope, ErrorOrder, NetworkKind};
 pub use node_id::NodeId;
 pub use out::{Chooser, Out, QueueFull};
 pub use partial_hash::{message_kind, HashInput, PartialHash, PartialHasher};

@@ -6,8 +6,8 @@
 
 use crate::scenario::Resolved;
 use crate::{
-    DynMonitor, Monitor, NetworkKind, NodeId, PartialHash, Projection, Property, PropertyKind, Protocol,
-    Scenario, Symmetry, Weights, World,
+    DynMonitor, ErrorOrder, Monitor, NetworkKind, NodeId, PartialHash, Projection, Property, PropertyKind,
+    Protocol, Scenario, Symmetry, Weights, World,
 };
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -225,6 +225,7 @@ pub struct Model<P: Protocol> {
     protocol: P,
     nodes: usize,
     network: NetworkKind,
+    error_order: ErrorOrder,
     faults: Faults,
     driver: Driver<P>,
     properties: Vec<Property<P>>,
@@ -247,6 +248,7 @@ impl<P: Protocol> Model<P> {
             protocol,
             nodes: 1,
             network: NetworkKind::Unordered,
+            error_order: ErrorOrder::Independent,
             faults: Faults::none(),
             driver: Driver::new(),
             properties: Vec::new(),
@@ -270,6 +272,13 @@ impl<P: Protocol> Model<P> {
     /// Sets the network kind.
     pub fn network(mut self, kind: NetworkKind) -> Self {
         self.network = kind;
+        self
+    }
+
+    /// Sets how a broken connection's transport error is ordered with the messages its two
+    /// nodes send each other afterwards (`FifoChannels`; default [`ErrorOrder::Independent`]).
+    pub fn error_order(mut self, order: ErrorOrder) -> Self {
+        self.error_order = order;
         self
     }
 
@@ -430,6 +439,11 @@ impl<P: Protocol> Model<P> {
     /// The network kind.
     pub fn network_kind(&self) -> NetworkKind {
         self.network
+    }
+
+    /// How transport errors are ordered with later messages (see [`Model::error_order`]).
+    pub fn transport_error_order(&self) -> ErrorOrder {
+        self.error_order
     }
 
     /// The fault budget.

@@ -6,7 +6,7 @@
 //! | kind | order of the vector | deliverable | delivery |
 //! | --- | --- | --- | --- |
 //! | `Unordered` (UDP-like multiset) | by destination, then message hash | every distinct message | consumes one copy |
-//! | `FifoChannels` (TCP-like) | by (source, destination), then send order | the head of each channel | consumes it |
+//! | `FifoChannels` (TCP-like) | by (source, destination), then send order | the head of each channel (that no transport error holds back, under [`ErrorOrder::Queued`]) | consumes it |
 //! | `FifoInbox` (P#-like) | by destination, then send order | the head of each inbox | consumes it |
 //! | `GrowOnly` (TLA+ message set, LMC's I+) | by destination, then message hash, no duplicates | every message | never consumes |
 //!
@@ -26,13 +26,31 @@ pub enum NetworkKind {
     /// An unordered multiset: any message in flight may be delivered next (UDP-like).
     Unordered,
     /// FIFO per directed channel (TCP-like). A reset breaks the reset node's connections: its
-    /// peers observe a transport error and the messages in flight between them are lost.
+    /// peers observe a transport error and the messages in flight between them are lost. How
+    /// the error is ordered with later messages between the two is the model's [`ErrorOrder`].
     FifoChannels,
     /// One FIFO inbox per destination (P#-like): messages to a node arrive in send order.
     FifoInbox,
     /// A grow-only set: a sent message stays forever and may be delivered any number of times
     /// (the TLA+ style, and LMC's shared monotone network).
     GrowOnly,
+}
+
+/// How a broken connection's transport error is ordered with the messages its two nodes send
+/// each other afterwards (`FifoChannels` only; the other kinds have no connections).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorOrder {
+    /// As over real TCP, where a reset node comes back on a new connection: the error is an
+    /// event of its own, so the node's new incarnation may be heard from before the peer learns
+    /// that the old connection broke (the order CrystalBall's live deployments met).
+    #[default]
+    Independent,
+    /// As MaceMC's simulated TCP (`SimulatorTCP.cc`), one queue per pair of nodes: the error
+    /// heads the broken peer's channel to its observer, so it arrives before anything sent
+    /// after the break; the observer's own channel to the peer waits until the error is
+    /// handled, and what waited is then discarded (it was written to the broken connection).
+    Queued,
 }
 
 impl NetworkKind {
@@ -160,10 +178,12 @@ impl<'n, M: Serialize> NetworkView<'n, M> {
 
 /// The indices of a network's messages that may be delivered next, in order: every message of
 /// a grow-only set, and the head of each queue of the others (the first of equal messages in an
-/// unordered multiset).
+/// unordered multiset), less the channels a pending transport error holds back under
+/// [`ErrorOrder::Queued`] (see `held`).
 pub(crate) struct Deliverable<'n, M> {
     kind: NetworkKind,
     messages: &'n [Arc<Envelope<M>>],
+    errors: &'n [(NodeId, NodeId)],
     next: usize,
 }
 
@@ -175,17 +195,17 @@ impl<M> Iterator for Deliverable<'_, M> {
         while self.next < self.messages.len() {
             let i = self.next;
             self.next += 1;
-            if i == 0 {
-                return Some(i);
-            }
-            let (prev, this) = (&self.messages[i - 1], &self.messages[i]);
-            let heads = match self.kind {
-                NetworkKind::Unordered => prev.hash != this.hash || prev.to != this.to,
-                NetworkKind::GrowOnly => true,
-                NetworkKind::FifoChannels => (prev.from, prev.to) != (this.from, this.to),
-                NetworkKind::FifoInbox => prev.to != this.to,
+            let this = &self.messages[i];
+            let heads = i == 0 || {
+                let prev = &self.messages[i - 1];
+                match self.kind {
+                    NetworkKind::Unordered => prev.hash != this.hash || prev.to != this.to,
+                    NetworkKind::GrowOnly => true,
+                    NetworkKind::FifoChannels => (prev.from, prev.to) != (this.from, this.to),
+                    NetworkKind::FifoInbox => prev.to != this.to,
+                }
             };
-            if heads {
+            if heads && (self.errors.is_empty() || !held(self.kind, self.errors, this.from, this.to)) {
                 return Some(i);
             }
         }
@@ -238,9 +258,14 @@ impl<M: Serialize> Network<M> {
         &self.connections
     }
 
-    /// Indices of the messages that may be delivered next.
-    pub(crate) fn deliverable(&self) -> Deliverable<'_, M> {
-        Deliverable { kind: self.kind, messages: &self.messages, next: 0 }
+    /// Indices of the messages that may be delivered next (and so also dropped or duplicated)
+    /// when transport errors are ordered by `order`.
+    pub(crate) fn deliverable(&self, order: ErrorOrder) -> Deliverable<'_, M> {
+        let errors: &[(NodeId, NodeId)] = match order {
+            ErrorOrder::Independent => &[],
+            ErrorOrder::Queued => &self.errors,
+        };
+        Deliverable { kind: self.kind, messages: &self.messages, errors, next: 0 }
     }
 
     /// Indices of distinct pending transport errors.
@@ -379,10 +404,19 @@ impl<M: Serialize> Network<M> {
         result
     }
 
-    /// Takes pending transport error `index`.
-    pub(crate) fn take_error(&mut self, index: usize) -> (NodeId, NodeId) {
+    /// Takes pending transport error `index`. Under [`ErrorOrder::Queued`], what its observer
+    /// queued to the broken peer while the error waited is discarded, as MaceMC's
+    /// `transport_error` clears that queue.
+    pub(crate) fn take_error(&mut self, index: usize, order: ErrorOrder) -> (NodeId, NodeId) {
         let error = self.errors.remove(index);
-        self.hash = self.hash.wrapping_sub(error_term(error));
+        let (node, peer) = error;
+        let queued = order == ErrorOrder::Queued && self.kind == NetworkKind::FifoChannels;
+        if queued && self.messages.iter().any(|e| (e.from, e.to) == (node, peer)) {
+            self.messages.retain(|e| (e.from, e.to) != (node, peer));
+            self.hash = self.compute_hash();
+        } else {
+            self.hash = self.hash.wrapping_sub(error_term(error));
+        }
         self.debug_check();
         error
     }
@@ -496,6 +530,16 @@ impl<M: Serialize> Network<M> {
     }
 }
 
+/// Whether the channel from `from` to `to` is held back by one of the pending transport
+/// `errors` under [`ErrorOrder::Queued`]: an error at `to` about `from` heads the `from -> to`
+/// channel, so nothing behind it (a reset node's new incarnation's messages, say) arrives
+/// first; and while `from` has an error about `to` still to handle, its own channel to `to`
+/// waits, to be discarded when it handles it ([`Network::take_error`]).
+fn held(kind: NetworkKind, errors: &[(NodeId, NodeId)], from: NodeId, to: NodeId) -> bool {
+    kind == NetworkKind::FifoChannels
+        && errors.iter().any(|&error| error == (to, from) || error == (from, to))
+}
+
 fn error_term((node, peer): (NodeId, NodeId)) -> u128 {
     FingerprintHasher::mix(1 << 62, pair_hash(node, peer))
 }
@@ -542,6 +586,37 @@ mod tests {
     }
 
     #[test]
+    fn a_queued_error_heads_its_channels_and_clears_what_its_observer_sent_meanwhile() {
+        let (p, r, q) = (NodeId::new(0), NodeId::new(1), NodeId::new(2));
+        let heads = |network: &Network<u8>, order| -> Vec<(NodeId, NodeId, u8)> {
+            let deliverable = network.deliverable(order);
+            deliverable.map(|i| network.messages()[i].as_ref()).map(|e| (e.from, e.to, e.msg)).collect()
+        };
+        let mut network = Network::new(NetworkKind::FifoChannels);
+        network.send(Envelope::new(p, r, 1));
+        network.send(Envelope::new(q, p, 2));
+        network.reset(r);
+        assert_eq!(network.errors(), [(p, r)]);
+        // The new incarnation of r writes to p, p (not yet told) writes to r, and q to p.
+        network.send(Envelope::new(r, p, 3));
+        network.send(Envelope::new(p, r, 4));
+        network.send(Envelope::new(q, p, 5));
+        let every_head = [(p, r, 4), (r, p, 3), (q, p, 2)];
+        assert_eq!(heads(&network, ErrorOrder::Independent), every_head);
+        assert_eq!(heads(&network, ErrorOrder::Queued), [(q, p, 2)], "both channels wait for the error");
+
+        let mut independent = network.clone();
+        assert_eq!(independent.take_error(0, ErrorOrder::Independent), (p, r));
+        assert_eq!(heads(&independent, ErrorOrder::Independent), every_head, "nothing is discarded");
+        let mut queued = network;
+        assert_eq!(queued.take_error(0, ErrorOrder::Queued), (p, r));
+        let after = [(r, p, 3), (q, p, 2)];
+        assert_eq!(heads(&queued, ErrorOrder::Queued), after, "p's message to the old r is discarded");
+        assert_eq!(queued.messages().len(), 3);
+        assert_eq!(queued.hash(), queued.compute_hash());
+    }
+
+    #[test]
     fn a_message_left_out_leaves_the_hash_its_removal_would() {
         for kind in KINDS.into_iter().filter(|kind| kind.consumes()) {
             let network = busy(kind);
@@ -557,7 +632,7 @@ mod tests {
     fn a_view_without_a_delivered_message_reads_as_the_network_after_it() {
         for kind in KINDS {
             let network = busy(kind);
-            for index in network.deliverable().collect::<Vec<_>>() {
+            for index in network.deliverable(ErrorOrder::Independent).collect::<Vec<_>>() {
                 let removed = kind.consumes().then_some(index);
                 let view = NetworkView::new(&network, removed);
                 let mut delivered = network.clone();
@@ -591,7 +666,7 @@ mod tests {
             [&[(1, 1, 6), (1, 2, 6), (2, 1, 6), (1, 1, 2), (1, 2, 6)], &[(0, 1, 7), (2, 1, 5), (0, 1, 7)]];
         for (kind, sends) in KINDS.into_iter().flat_map(|kind| lists.map(|sends| (kind, sends))) {
             let network = busy(kind);
-            for index in network.deliverable().collect::<Vec<_>>() {
+            for index in network.deliverable(ErrorOrder::Independent).collect::<Vec<_>>() {
                 let sends: Vec<_> = sends
                     .iter()
                     .map(|&(from, to, msg)| Arc::new(Envelope::new(NodeId::new(from), NodeId::new(to), msg)))

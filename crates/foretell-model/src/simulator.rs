@@ -620,6 +620,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             return; // a world poisoned by a panicking init is terminal
         }
         let network = &world.network;
+        let order = self.model.transport_error_order();
         let driver = self.model.input_driver();
         // Room for the usual actions up front: the pushes below then never reallocate.
         into.reserve(network.messages().len() + network.errors().len() + driver.spontaneous.len() + 8);
@@ -627,7 +628,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             // Every message of a set is deliverable: a counted loop, no test per message.
             into.extend((0..network.messages().len() as u32).map(Action::Deliver));
         } else {
-            for i in network.deliverable() {
+            for i in network.deliverable(order) {
                 into.push(Action::Deliver(i as u32));
             }
         }
@@ -653,10 +654,10 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
         if network.kind().consumes() {
             if faults.drops.allows(world.faults_used.drops) {
-                into.extend(network.deliverable().map(|i| Action::Drop(i as u32)));
+                into.extend(network.deliverable(order).map(|i| Action::Drop(i as u32)));
             }
             if faults.duplicates.allows(world.faults_used.duplicates) {
-                into.extend(network.deliverable().map(|i| Action::Duplicate(i as u32)));
+                into.extend(network.deliverable(order).map(|i| Action::Duplicate(i as u32)));
             }
         }
         if faults.socket_errors.allows(world.faults_used.socket_errors) {
@@ -906,7 +907,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             }
             Action::TransportError(i) => {
                 let mut next = (*world.network).clone();
-                let (node, peer) = next.take_error(i as usize);
+                let (node, peer) = next.take_error(i as usize, self.model.transport_error_order());
                 network = NetworkEdit::Rebuilt(Box::new(next));
                 (node, Call::TransportError(peer))
             }
