@@ -873,8 +873,13 @@ const VARIANTS: &[Variant] = &[
 ];
 
 const SCENARIOS: &[ScenarioInfo] = &[
-    ScenarioInfo { name: "ring", help: "every node joined, in a correct, stable ring (a live world)" },
     ScenarioInfo {
+        needs: &[],
+        name: "ring",
+        help: "every node joined, in a correct, stable ring (a live world)",
+    },
+    ScenarioInfo {
+        needs: &[],
         name: "crystalball",
         help: "CrystalBall 4.2.2's start: the ring, then (3+ nodes) node 1's reset, seen by nodes 0 and 2",
     },

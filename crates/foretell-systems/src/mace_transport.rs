@@ -912,10 +912,12 @@ const VARIANTS: &[Variant] = &[
 
 const SCENARIOS: &[ScenarioInfo] = &[
     ScenarioInfo {
+        needs: &[],
         name: "fig5",
         help: "Figure 5's start: the old SYN in flight, the sender reset, the new incarnation's SYN sent",
     },
     ScenarioInfo {
+        needs: &[],
         name: "connected",
         help: "a connection established: the SYN accepted and acknowledged, the next packet in flight",
     },

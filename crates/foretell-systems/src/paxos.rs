@@ -345,6 +345,7 @@ fn build(settings: &Settings) -> Result<Box<dyn DynModel>, crate::ConfigError> {
 }
 
 const SCENARIOS: &[ScenarioInfo] = &[ScenarioInfo {
+    needs: &[],
     name: "live",
     help:
         "LMC section 5.5's live state for two proposals A:V1,B:V2: A's value V1 is accepted by A and B and \

@@ -34,6 +34,8 @@ pub struct ScenarioInfo {
     pub name: &'static str,
     /// Where it comes from and what world it reaches, in a sentence.
     pub help: &'static str,
+    /// The parameter values it is defined for, where they are not the defaults (`--set` them).
+    pub needs: &'static [(&'static str, &'static str)],
 }
 
 /// A registered system.
@@ -324,13 +326,15 @@ mod tests {
     use super::*;
     use foretell_check::CheckOptions;
 
-    /// Every registered scenario is applied by its system's `build` and runs from the initial
-    /// world (an event that is not enabled, or a violation on the way, would be an error here).
+    /// Every registered scenario is applied by its system's `build`, with the parameter values it
+    /// needs, and runs from the initial world (an event that is not enabled, or a violation on the way, would be an error here).
     #[test]
     fn every_scenario_of_every_system_starts_a_search() {
         for system in systems() {
             for scenario in system.scenarios {
-                let mut settings = system.settings(None, &[]).unwrap();
+                let needs: Vec<_> =
+                    scenario.needs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                let mut settings = system.settings(None, &needs).unwrap();
                 settings.start = Some(system.scenario_start(scenario.name).unwrap());
                 let model = system.build_model(&settings).unwrap();
                 assert_eq!(model.summary().start.as_deref(), Some(scenario.name), "{}", system.name);

@@ -27,7 +27,9 @@
 //!   cover the whole run, and every reported critical step is re-probed with more walks.
 
 use foretell_check::{Liveness, LivenessOptions, LivenessProgress, LivenessReport, LivenessVerdict};
-use foretell_model::{Event, Model, NodeId, PropertyKind, Protocol, Scenario, Simulator, Trace, World};
+use foretell_model::{
+    ErrorOrder, Event, Model, NodeId, PropertyKind, Protocol, Scenario, Simulator, Trace, World,
+};
 use foretell_systems::{chord, mace_transport, randtree};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -322,6 +324,65 @@ fn randtree_rt10_inconclusive_report_counts_the_whole_run() {
     assert!(report.stats.walks >= announced.walks, "{report}");
     assert!(report.stats.suspects >= announced.suspects, "{report}");
     assert!(report.stats.seconds >= announced.elapsed.as_secs_f64(), "{report}");
+}
+
+const RT13_BOUNDS: Bounds = Bounds { depth: 6, dmax: 20_000, walks: 64 };
+
+/// RT13 (the MaceMC paper's section 6 case study) on three nodes with one reset: a node's `Join`
+/// is accepted after the node has reset, and the acceptance reaches it back in init, where
+/// r1116 ignores it. The acceptor keeps a child that does not know it, and `kidsMatch` never
+/// holds again. The critical transition the paper names is that delivery; seed 1 is the first
+/// whose walks reach a dead world from this start.
+#[test]
+fn randtree_early_join_reply_dies_when_a_node_back_in_init_ignores_its_acceptance() {
+    let config = randtree::Config::default();
+    assert_eq!((config.nodes, config.resets), (3, 1));
+    let model = Arc::new(randtree::model(config, randtree::Bug::EarlyJoinReply));
+    let report = run(&model, RT13_BOUNDS, 1);
+    println!("{report}");
+    let (critical, worlds) = assert_dead_path(&model, &report);
+    let event = report.critical_event().expect("a dead path has a critical event");
+    assert_eq!(event["kind"], "deliver", "{report}");
+    assert_eq!(event["msg"]["JoinReply"]["status"], "Accepted", "{report}");
+    let (acceptor, node) = (id(event["from"].as_u64()), id(event["to"].as_u64()));
+    let (before, after) = (&worlds[critical - 1], &worlds[critical]);
+    assert_eq!(before.state(node).phase, randtree::Phase::Init, "{report}");
+    assert_eq!(after.state(node).phase, randtree::Phase::Init, "{report}");
+    assert!(after.state(acceptor).children.contains(&node), "{report}");
+    let steps = &report.trace.as_ref().expect("a dead path has a trace").steps[..critical];
+    assert!(steps.iter().any(|step| step.event["kind"] == "reset"), "no reset before it\n{report}");
+    let finding = report.trace.as_ref().and_then(|t| t.liveness.as_ref()).expect("a finding");
+    assert!(finding.not_live.iter().any(|p| p == "kidsMatch"), "{report}");
+}
+
+/// The fixed version under one reset, which sends `remove` for an acceptance that reaches it in
+/// init: no suspect on three nodes from the same start and bounds as RT13's test, nor on four
+/// and five nodes with the default depth, with transport errors ordered as MaceMC's simulated
+/// TCP orders them (the default).
+#[test]
+fn randtree_fixed_version_is_live_under_a_reset() {
+    for (nodes, depth) in [(3, RT13_BOUNDS.depth), (4, 4), (5, 4)] {
+        let config = randtree::Config { nodes, ..randtree::Config::default() };
+        let model = Arc::new(randtree::model(config, randtree::Bug::None));
+        assert_no_suspect(&model, Bounds { depth, ..RT13_BOUNDS });
+    }
+}
+
+/// With real TCP's order (`errors=independent`) the same fixed version has dead paths under one
+/// reset: a peer hears from the reset node's new incarnation before it handles the old
+/// connection's error, and the error then undoes what the new incarnation did (the parent drops
+/// a child that has rejoined). Same start, bounds and seed as the first run of the test above.
+#[test]
+fn randtree_fixed_version_dies_when_an_old_connection_s_error_comes_late() {
+    let config = randtree::Config { errors: ErrorOrder::Independent, ..randtree::Config::default() };
+    let model = Arc::new(randtree::model(config, randtree::Bug::None));
+    let report = run(&model, RT13_BOUNDS, 0);
+    println!("{report}");
+    let (critical, _) = assert_dead_path(&model, &report);
+    let steps = &report.trace.as_ref().expect("a dead path has a trace").steps[..critical];
+    let reset = steps.iter().position(|step| step.event["kind"] == "reset").expect("a reset");
+    let late_error = steps[reset..].iter().any(|step| step.event["kind"] == "transport_error");
+    assert!(late_error, "no transport error between the reset and the critical step\n{report}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -53,7 +53,10 @@ fn list() -> Result<ExitCode> {
             outln!("    --bug {:<18} {}", v.name, v.help);
         }
         for s in system.scenarios {
-            outln!("    --from {:<17} {}", s.name, s.help);
+            let needs: Vec<String> =
+                s.needs.iter().map(|(name, value)| format!("--set {name}={value}")).collect();
+            let needs = if needs.is_empty() { String::new() } else { format!(" (with {})", needs.join(" ")) };
+            outln!("    --from {:<17} {}{needs}", s.name, s.help);
         }
         let model = (system.build)(&system.settings(None, &[])?)?;
         let summary = model.summary();

@@ -12,7 +12,7 @@ fn json(output: &Output) -> serde_json::Value {
     support::json(&output.stdout)
 }
 
-/// RT3 on two nodes: a dead path (exit 1), its critical event a recovery timer, a trace file
+/// RT3 on three nodes without resets: a dead path (exit 1), its critical event a recovery timer, a trace file
 /// that carries the finding, replays, and shows with the critical step marked.
 #[test]
 fn a_dead_path_is_reported_written_shown_and_replayed() {
@@ -23,10 +23,10 @@ fn a_dead_path_is_reported_written_shown_and_replayed() {
         "--bug",
         "recovery-timer",
         "--set",
-        "nodes=2",
+        "resets=0",
         "--ignore-safety",
         "--depth",
-        "3",
+        "4",
         "--dmax",
         "2000",
         "--threads",
@@ -106,10 +106,21 @@ fn an_interrupted_liveness_run_prints_its_partial_report() {
     assert!(report["stats"]["seconds"].as_f64().unwrap() > 1.0, "{report}");
 }
 
-/// Five randtree nodes with 300 walks a probe: the exhaustive part takes milliseconds, the walks
-/// and the confirmation of the first suspect about half a minute on one thread.
-const LONG_WALKS: [&str; 8] =
-    ["liveness", "randtree", "--set", "nodes=5", "--walks", "300", "--threads", "1"];
+/// Five randtree nodes with 300 walks a probe, under real TCP's error order (where the fixed
+/// version has dead paths): the exhaustive part takes milliseconds, the walks and the
+/// confirmation of the first suspect about half a minute on one thread.
+const LONG_WALKS: [&str; 10] = [
+    "liveness",
+    "randtree",
+    "--set",
+    "nodes=5",
+    "--set",
+    "errors=independent",
+    "--walks",
+    "300",
+    "--threads",
+    "1",
+];
 
 /// What a run stopped in its walks must print: the partial report with the verdict `stopped`
 /// (for `why`), the walks so far, and nothing claimed as a violation — exit 0, no trace file.
