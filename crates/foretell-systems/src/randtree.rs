@@ -1070,10 +1070,12 @@ pub fn from_settings(settings: &Settings) -> Result<Model<RandTree>, crate::Conf
     if let Some(Start::Scenario(name)) = &settings.start {
         let known = SCENARIOS.iter().any(|s| s.name == name);
         if known && scenario(name, config).is_none() {
-            let reason = format!(
-                "scenario {name} is defined for topology next-node with 3 nodes (joined: 2 or 3, \
-                 stale-accept: 4)"
-            );
+            let nodes = match name.as_str() {
+                "joined" => "2 or 3",
+                "stale-accept" => "4",
+                _ => "3",
+            };
+            let reason = format!("scenario {name} is defined for topology next-node with {nodes} nodes");
             let (name, value) = match config.topology {
                 Topology::NextNode => ("nodes", config.nodes.to_string()),
                 Topology::LoneRoot => ("topology", "lone-root".to_string()),

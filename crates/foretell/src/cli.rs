@@ -91,9 +91,9 @@ pub struct CheckArgs {
     /// Explore no world more than D steps from the initial world.
     #[arg(long, value_name = "D")]
     pub max_depth: Option<usize>,
-    /// Stop after S distinct worlds (with --engine lmc: S local states). Breadth-first search
-    /// checks the bound at every world; the depth-first and stateless engines every few hundred,
-    /// so they may pass it by that many.
+    /// Stop after S distinct worlds (with --engine lmc: S local states). The engines check the
+    /// bound between batches of worlds (64 for breadth-first search, a few hundred for the
+    /// others), so a run may pass it by the worlds a batch finds.
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
     /// Stop after SECS seconds.
