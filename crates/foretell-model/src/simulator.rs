@@ -624,11 +624,16 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let driver = self.model.input_driver();
         // Room for the usual actions up front: the pushes below then never reallocate.
         into.reserve(network.messages().len() + network.errors().len() + driver.spontaneous.len() + 8);
+        let holds_back = network.holds_back(order);
         if network.kind() == NetworkKind::GrowOnly {
             // Every message of a set is deliverable: a counted loop, no test per message.
             into.extend((0..network.messages().len() as u32).map(Action::Deliver));
+        } else if holds_back {
+            into.extend(
+                network.deliverable().filter(|&i| !network.held(i)).map(|i| Action::Deliver(i as u32)),
+            );
         } else {
-            for i in network.deliverable(order) {
+            for i in network.deliverable() {
                 into.push(Action::Deliver(i as u32));
             }
         }
@@ -654,10 +659,12 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
         if network.kind().consumes() {
             if faults.drops.allows(world.faults_used.drops) {
-                into.extend(network.deliverable(order).map(|i| Action::Drop(i as u32)));
+                let heads = network.deliverable().filter(|&i| !holds_back || !network.held(i));
+                into.extend(heads.map(|i| Action::Drop(i as u32)));
             }
             if faults.duplicates.allows(world.faults_used.duplicates) {
-                into.extend(network.deliverable(order).map(|i| Action::Duplicate(i as u32)));
+                let heads = network.deliverable().filter(|&i| !holds_back || !network.held(i));
+                into.extend(heads.map(|i| Action::Duplicate(i as u32)));
             }
         }
         if faults.socket_errors.allows(world.faults_used.socket_errors) {
