@@ -1015,32 +1015,6 @@ const SCENARIOS: &[ScenarioInfo] = &[
     },
 ];
 
-/// The topology named by the `topology` parameter.
-fn topology(settings: &Settings) -> Result<Topology, ConfigError> {
-    match settings.values.get("topology").map(String::as_str).unwrap_or_default() {
-        "next-node" => Ok(Topology::NextNode),
-        "lone-root" => Ok(Topology::LoneRoot),
-        other => Err(ConfigError::BadValue {
-            name: "topology".into(),
-            value: other.into(),
-            reason: "must be next-node or lone-root".into(),
-        }),
-    }
-}
-
-/// The error order named by the `errors` parameter.
-fn error_order(settings: &Settings) -> Result<ErrorOrder, ConfigError> {
-    match settings.values.get("errors").map(String::as_str).unwrap_or_default() {
-        "queued" => Ok(ErrorOrder::Queued),
-        "independent" => Ok(ErrorOrder::Independent),
-        other => Err(ConfigError::BadValue {
-            name: "errors".into(),
-            value: other.into(),
-            reason: "must be queued or independent".into(),
-        }),
-    }
-}
-
 /// The variant named by the settings.
 fn bug(settings: &Settings) -> Bug {
     let bugs = [
@@ -1062,10 +1036,12 @@ fn bug(settings: &Settings) -> Bug {
 pub fn from_settings(settings: &Settings) -> Result<Model<RandTree>, crate::ConfigError> {
     let config = Config {
         nodes: settings.number("nodes", 2..=5)?,
-        topology: topology(settings)?,
+        topology: settings
+            .choice("topology", &[("next-node", Topology::NextNode), ("lone-root", Topology::LoneRoot)])?,
         resets: settings.number("resets", 0..=3)? as u32,
         socket_errors: settings.number("socket-errors", 0..=3)? as u32,
-        errors: error_order(settings)?,
+        errors: settings
+            .choice("errors", &[("queued", ErrorOrder::Queued), ("independent", ErrorOrder::Independent)])?,
     };
     if let Some(Start::Scenario(name)) = &settings.start {
         let known = SCENARIOS.iter().any(|s| s.name == name);

@@ -266,6 +266,22 @@ impl Settings {
         Ok(n)
     }
 
+    /// The value of the parameter `name` among `choices` (each a name and its value).
+    ///
+    /// # Errors
+    /// [`ConfigError::BadValue`] naming the choices if the value is none of them.
+    pub fn choice<T: Copy>(&self, name: &str, choices: &[(&str, T)]) -> Result<T, ConfigError> {
+        let value = self.values.get(name).map(String::as_str).unwrap_or_default();
+        choices.iter().find(|(known, _)| *known == value).map(|&(_, choice)| choice).ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(known, _)| *known).collect();
+            ConfigError::BadValue {
+                name: name.into(),
+                value: value.into(),
+                reason: format!("must be {}", names.join(" or ")),
+            }
+        })
+    }
+
     /// Whether the variant is `name`.
     pub fn is(&self, name: &str) -> bool {
         self.variant.as_deref() == Some(name)
