@@ -1046,11 +1046,14 @@ pub fn from_settings(settings: &Settings) -> Result<Model<RandTree>, crate::Conf
     if let Some(Start::Scenario(name)) = &settings.start {
         let known = SCENARIOS.iter().any(|s| s.name == name);
         if known && scenario(name, config).is_none() {
-            let nodes = match name.as_str() {
-                "joined" => "2 or 3",
-                "stale-accept" => "4",
-                _ => "3",
-            };
+            // The node counts `scenario` defines it for, asked of `scenario` itself.
+            let nodes: Vec<String> = (2..=5)
+                .filter(|&nodes| {
+                    scenario(name, Config { nodes, topology: Topology::NextNode, ..config }).is_some()
+                })
+                .map(|nodes| nodes.to_string())
+                .collect();
+            let nodes = nodes.join(" or ");
             let reason = format!("scenario {name} is defined for topology next-node with {nodes} nodes");
             let (name, value) = match config.topology {
                 Topology::NextNode => ("nodes", config.nodes.to_string()),
@@ -1268,12 +1271,21 @@ mod tests {
         assert!(matches!(with_start(&[], "nope"), Err(ConfigError::UnknownScenario { .. })));
         let two = [("nodes".to_string(), "2".to_string())];
         let blames = |result: Result<Box<dyn DynModel>, ConfigError>| match result {
-            Err(ConfigError::BadValue { name, .. }) => name,
+            Err(ConfigError::BadValue { name, reason, .. }) => (name, reason),
             other => panic!("not a bad value: {:?}", other.err()),
         };
-        assert_eq!(blames(with_start(&two, "fig2")), "nodes");
+        let (name, reason) = blames(with_start(&two, "fig2"));
+        assert_eq!(
+            (name.as_str(), reason.as_str()),
+            ("nodes", "scenario fig2 is defined for topology next-node with 3 nodes")
+        );
+        let (_, reason) = blames(with_start(&two, "stale-accept"));
+        assert!(reason.ends_with("with 4 nodes"), "{reason}");
+        let five = [("nodes".to_string(), "5".to_string())];
+        let (_, reason) = blames(with_start(&five, "joined"));
+        assert!(reason.ends_with("with 2 or 3 nodes"), "{reason}");
         let lone = [("topology".to_string(), "lone-root".to_string())];
-        assert_eq!(blames(with_start(&lone, "fig2")), "topology");
+        assert_eq!(blames(with_start(&lone, "fig2")).0, "topology");
         assert_eq!(with_start(&two, "joined").unwrap().summary().start.as_deref(), Some("joined"));
     }
 

@@ -343,7 +343,8 @@ mod tests {
     use foretell_check::CheckOptions;
 
     /// Every registered scenario is applied by its system's `build`, with the parameter values it
-    /// needs, and runs from the initial world (an event that is not enabled, or a violation on the way, would be an error here).
+    /// needs, and runs from the initial world (an event that is not enabled, or a violation on
+    /// the way, would be an error here).
     #[test]
     fn every_scenario_of_every_system_starts_a_search() {
         for system in systems() {
