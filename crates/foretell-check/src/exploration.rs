@@ -93,6 +93,7 @@ fn check_world<P: Protocol>(
 
 impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
     pub(crate) fn new(sim: Simulator<'m, P>, options: &'o CheckOptions) -> Self {
+        crate::prepare_peak();
         let now = Instant::now();
         Exploration {
             sim,

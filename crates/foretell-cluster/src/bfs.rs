@@ -32,8 +32,8 @@ use crate::path::{self, Finding, Root};
 use crate::rounds::Rounds;
 use crate::{ClusterConfig, ClusterError};
 use foretell_check::{
-    over_budget, peak_resident_bytes, CheckOptions, Completion, EngineKind, FingerprintBits, Memory,
-    Progress, PropertyReport, Report, Stats,
+    over_budget, peak_resident_bytes, prepare_peak, CheckOptions, Completion, EngineKind, FingerprintBits,
+    Memory, Progress, PropertyReport, Report, Stats,
 };
 use foretell_model::{
     Fingerprint, Model, PropertyKind, Protocol, Simulator, StepViolation, World, WorldDecoder,
@@ -233,6 +233,7 @@ fn search<P: Protocol>(
     options: &CheckOptions,
     roots: &[Root<P>],
 ) -> Result<Option<Report>, ClusterError> {
+    prepare_peak();
     let started = Instant::now();
     let (me, workers) = (worker.index(), worker.peers());
     let inbox =

@@ -221,6 +221,22 @@ fn the_commands_peak_memory_is_its_search_and_a_small_base() {
     assert!(peak <= visited + (12 << 20), "peak {peak} bytes, of which the visited set holds {visited}");
 }
 
+/// The peak is the command's own, whatever its parent holds: Linux's `exec` carries the
+/// replaced memory's peak into `getrusage`'s, so a `vfork`ed child of a large process (this
+/// test, after touching 256 MiB) reported the parent's peak as its own.
+#[test]
+fn a_large_parent_s_memory_is_not_the_commands_peak() {
+    let dir = scratch("parent-peak");
+    let parent = vec![1u8; 256 << 20];
+    std::hint::black_box(&parent);
+    let output =
+        foretell(&["check", "two-phase-commit", "--engine", "dfs", "--threads", "1", "--json"], &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let peak = json(&output.stdout)["stats"]["peak_memory"].as_u64().expect("Linux reports the peak");
+    assert!(peak < 128 << 20, "a 288-state check reported a peak of {peak} bytes");
+    drop(parent);
+}
+
 /// Ctrl-C (SIGINT) stops a long run cleanly: the partial report is printed, nothing is lost.
 #[test]
 fn an_interrupted_check_prints_the_partial_report() {

@@ -16,7 +16,7 @@
 use crate::measure::{self, Engine, Family, Measurement, Spec, Tool};
 use crate::table::{self, Row, Samples};
 use clap::{Parser, Subcommand};
-use foretell_check::peak_resident_bytes;
+use foretell_check::{peak_resident_bytes, prepare_peak};
 use std::process::{Command as Process, ExitCode, Stdio};
 
 /// Benchmark foretell against Stateright 0.31 on two-phase commit, Paxos.tla and Stateright's
@@ -175,6 +175,9 @@ fn one(tool: Tool, spec: Spec, engine: Engine, threads: usize) -> Result<ExitCod
     if !measure::supports(tool, spec, engine, threads) {
         return Err(format!("{tool} checks only two-phase commit, breadth-first, on one thread"));
     }
+    // The first reading, before either tool runs: it bounds the parent's peak that `exec`
+    // carried into this child's, which the reading after the check must not count.
+    prepare_peak();
     let m = measure::run(tool, spec, engine, threads);
     // Read after the check: the peak of the whole run.
     let m = Measurement { peak_rss_bytes: peak_resident_bytes(), ..m };

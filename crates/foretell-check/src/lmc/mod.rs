@@ -118,6 +118,7 @@ pub struct LmcStats {
 
 /// Runs local model checking of `sim`'s model with `options`.
 pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -> Result<Report, ModelError> {
+    crate::prepare_peak();
     let started = Instant::now();
     let model = sim.model();
     let unsupported = |reason: &str| ModelError::EngineUnsupported { engine: "lmc", reason: reason.into() };
