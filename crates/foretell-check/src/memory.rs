@@ -115,8 +115,8 @@ mod tests {
         assert!(peak >= 64 << 20, "peak {peak} below the 64 MiB just touched");
     }
 
-    /// The two readings agree where nothing was carried over: this test binary's peak is its
-    /// own by the time it has touched 64 MiB more than it had at its first reading.
+    /// `VmHWM` sees the memory this program touched, and `getrusage`, which may add what `exec`
+    /// carried over, never reports less.
     #[test]
     fn the_status_file_reads_this_program_s_own_peak() {
         prepare_peak();
