@@ -116,7 +116,8 @@ mod tests {
     }
 
     /// `VmHWM` sees the memory this program touched, and `getrusage`, which may add what `exec`
-    /// carried over, never reports less.
+    /// carried over, reports no less, but for the kernel's per-CPU page counts, which the two
+    /// sum with different precision while other tests allocate (57 KB apart in one CI run).
     #[test]
     fn the_status_file_reads_this_program_s_own_peak() {
         prepare_peak();
@@ -125,6 +126,6 @@ mod tests {
         let from_status = own_peak_from_status().expect("Linux has /proc/self/status");
         let reported = reported_peak().expect("Linux reports the peak");
         assert!(from_status >= 64 << 20, "VmHWM {from_status} below the 64 MiB just touched");
-        assert!(reported >= from_status, "getrusage {reported} below VmHWM {from_status}");
+        assert!(reported + (1 << 20) >= from_status, "getrusage {reported} below VmHWM {from_status}");
     }
 }
