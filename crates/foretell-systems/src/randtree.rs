@@ -937,6 +937,9 @@ pub fn scenario(name: &str, config: Config) -> Option<Scenario<RandTree>> {
 
 // ---- Registry. ------------------------------------------------------------------------------
 
+/// The node counts the `nodes` parameter accepts.
+const NODE_COUNTS: std::ops::RangeInclusive<usize> = 2..=5;
+
 const PARAMS: &[Param] = &[
     Param { name: "nodes", default: "3", help: "nodes (2 to 5); update-sibling needs 3" },
     Param {
@@ -1035,7 +1038,7 @@ fn bug(settings: &Settings) -> Bug {
 /// A [`crate::ConfigError`] for a bad parameter or an unknown scenario.
 pub fn from_settings(settings: &Settings) -> Result<Model<RandTree>, crate::ConfigError> {
     let config = Config {
-        nodes: settings.number("nodes", 2..=5)?,
+        nodes: settings.number("nodes", NODE_COUNTS)?,
         topology: settings
             .choice("topology", &[("next-node", Topology::NextNode), ("lone-root", Topology::LoneRoot)])?,
         resets: settings.number("resets", 0..=3)? as u32,
@@ -1047,7 +1050,7 @@ pub fn from_settings(settings: &Settings) -> Result<Model<RandTree>, crate::Conf
         let known = SCENARIOS.iter().any(|s| s.name == name);
         if known && scenario(name, config).is_none() {
             // The node counts `scenario` defines it for, asked of `scenario` itself.
-            let nodes: Vec<String> = (2..=5)
+            let nodes: Vec<String> = NODE_COUNTS
                 .filter(|&nodes| {
                     scenario(name, Config { nodes, topology: Topology::NextNode, ..config }).is_some()
                 })
