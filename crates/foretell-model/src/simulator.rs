@@ -658,13 +658,13 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             into.extend(nodes.map(Action::Reset));
         }
         if network.kind().consumes() {
+            // The messages that may be delivered next, which are also those a fault may hit.
+            let heads = || network.deliverable().filter(|&i| !holds_back || !network.held(i));
             if faults.drops.allows(world.faults_used.drops) {
-                let heads = network.deliverable().filter(|&i| !holds_back || !network.held(i));
-                into.extend(heads.map(|i| Action::Drop(i as u32)));
+                into.extend(heads().map(|i| Action::Drop(i as u32)));
             }
             if faults.duplicates.allows(world.faults_used.duplicates) {
-                let heads = network.deliverable().filter(|&i| !holds_back || !network.held(i));
-                into.extend(heads.map(|i| Action::Duplicate(i as u32)));
+                into.extend(heads().map(|i| Action::Duplicate(i as u32)));
             }
         }
         if faults.socket_errors.allows(world.faults_used.socket_errors) {
