@@ -587,7 +587,7 @@ fn a_handler_that_hangs_on_a_walk_is_a_divergence() {
     let verdict = trace.verdict.as_ref().unwrap();
     assert_eq!(verdict.kind, ViolationKind::Divergence);
     assert_eq!(verdict.step, trace.steps.len() + 1, "{report}");
-    let poll = r#"{"kind":"spontaneous","node":0,"input":"Poll"}"#;
+    let poll = r#"{"input":"Poll","kind":"spontaneous","node":0}"#;
     assert!(verdict.message.contains(poll) && verdict.message.contains("did not return"), "{report}");
     assert!(verdict.message.contains("200ms"), "{}", verdict.message);
     assert!(trace.steps.len() > 1, "the exhaustive part is one step deep: the hang is on the walk");
@@ -625,7 +625,7 @@ fn a_handler_that_hangs_in_the_exhaustive_search_is_a_divergence() {
     assert_eq!(inputs, ["Inc", "Inc"], "{report}");
     let verdict = trace.verdict.as_ref().unwrap();
     assert_eq!((verdict.kind, verdict.step), (ViolationKind::Divergence, 3));
-    let poll = r#"{"kind":"spontaneous","node":0,"input":"Poll"}"#;
+    let poll = r#"{"input":"Poll","kind":"spontaneous","node":0}"#;
     assert!(
         verdict.message.starts_with("n0 did not return from") && verdict.message.contains(poll),
         "{report}"

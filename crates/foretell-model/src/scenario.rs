@@ -11,7 +11,7 @@
 
 use crate::simulator::{EventOf, FixedChoices};
 use crate::trace::compact;
-use crate::{Action, Protocol, Simulator, Trace, World};
+use crate::{json_view, Action, Protocol, Simulator, Trace, World};
 use std::fmt;
 
 /// A named starting world: events applied in order from the initial world.
@@ -111,7 +111,7 @@ impl<P: Protocol> Scenario<P> {
         for (i, (event, choices)) in self.steps.iter().enumerate() {
             let number = i + 1;
             let action = sim.find_action(&world, event).ok_or_else(|| {
-                let event = serde_json::to_value(event).map(|v| compact(&v)).unwrap_or_default();
+                let event = compact(&json_view(event));
                 fail(number, format!("event {event} is not enabled"))
             })?;
             let mut chooser = FixedChoices::new(choices);

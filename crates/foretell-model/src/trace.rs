@@ -7,7 +7,7 @@
 //! fingerprint differs: a non-deterministic handler is a bug to report, not to hide.
 
 use crate::simulator::{EventOf, FixedChoices, StepOutcome, StepViolation, ViolationKind};
-use crate::{Action, Fingerprint, NodeId, Protocol, Simulator, World};
+use crate::{json_view, Action, Fingerprint, NodeId, Protocol, Simulator, World};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -284,12 +284,6 @@ impl Trace {
     }
 }
 
-fn to_value<T: Serialize>(value: &T) -> Value {
-    // Protocol types are plain data; a Serialize impl that fails (a map with non-string keys, say)
-    // still gets shown, as its Debug-free error text, rather than aborting the trace.
-    serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("<unserializable: {e}>")))
-}
-
 /// A replayed trace: the worlds it passes through and the violation it reproduces.
 pub struct Replayed<P: Protocol> {
     /// The initial world followed by the world after each step.
@@ -331,7 +325,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         let initial = TraceInitial {
             choices: init_choices.to_vec(),
             fingerprint: world.fingerprint().to_string(),
-            states: Some(world.states().map(to_value).collect()),
+            states: Some(world.states().map(json_view).collect()),
         };
         // Steps after an init that parted from the search do not belong to this trace.
         let init_parted = verdict.as_ref().is_some_and(|v| v.kind == ViolationKind::Nondeterminism);
@@ -354,16 +348,16 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             trace_steps.push(TraceStep {
                 step: i + 1,
                 node,
-                event: to_value(&record.event),
+                event: json_view(&record.event),
                 choices: choices.clone(),
                 sent: record
                     .sent
                     .iter()
-                    .map(|(to, msg)| SentMessage { to: *to, msg: to_value(msg) })
+                    .map(|(to, msg)| SentMessage { to: *to, msg: json_view(msg) })
                     .collect(),
                 log: record.log,
                 fingerprint: world.fingerprint().to_string(),
-                state: world.nodes.get(node.index()).map(|slot| to_value(&slot.state)),
+                state: world.nodes.get(node.index()).map(|slot| json_view(&slot.state)),
             });
         }
         Trace {
@@ -419,6 +413,29 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         })
     }
 
+    /// The enabled action in `world` whose event a trace recorded as `recorded`, with that event.
+    ///
+    /// A recorded event is read back as the protocol's event type. One that does not read back
+    /// (its message holds a map keyed by a compound value, which [`json_view`] writes as a list
+    /// of pairs) is matched by its JSON against the events enabled here.
+    fn recorded_action(&self, world: &World<P>, recorded: &Value) -> Result<(Action, EventOf<P>), String> {
+        match serde_json::from_value::<EventOf<P>>(recorded.clone()) {
+            Ok(event) => match self.find_action(world, &event) {
+                Some(action) => Ok((action, event)),
+                None => Err(format!("event {} is not enabled here", compact(recorded))),
+            },
+            Err(unread) => {
+                let mut actions = Vec::new();
+                self.actions(world, &mut actions);
+                actions
+                    .into_iter()
+                    .map(|action| (action, self.event(world, action)))
+                    .find(|(_, event)| json_view(event) == *recorded)
+                    .ok_or_else(|| format!("the event does not fit this system: {unread}"))
+            }
+        }
+    }
+
     /// Re-executes `trace` and checks every fingerprint and the verdict.
     ///
     /// # Errors
@@ -436,11 +453,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             if step.step != number {
                 return Err(fail(number, format!("is numbered {} in the trace", step.step)));
             }
-            let event: EventOf<P> = serde_json::from_value(step.event.clone())
-                .map_err(|e| fail(number, format!("the event does not fit this system: {e}")))?;
-            let action = self
-                .find_action(&world, &event)
-                .ok_or_else(|| fail(number, format!("event {} is not enabled here", compact(&step.event))))?;
+            let (action, event) = self.recorded_action(&world, &step.event).map_err(|r| fail(number, r))?;
             if event.node() != step.node {
                 return Err(fail(
                     number,

@@ -1,7 +1,7 @@
 //! `foretell check --engine lmc` end to end: Paxos's `last-promise` found from the paper's live
-//! state with LMC's counts in the JSON report and a trace that `replay` accepts; the correct
-//! version's one-proposal space exhausted; a memory budget; and misused flags as exit 2 with a
-//! reason.
+//! state with LMC's counts in the JSON report and a trace that `replay` accepts and `show`
+//! prints with every state; the correct version's one-proposal space exhausted; a memory
+//! budget; and misused flags as exit 2 with a reason.
 
 mod support;
 
@@ -38,6 +38,11 @@ fn last_promise_is_found_from_the_live_state_and_replays() {
     let replay = foretell(&["replay", "lmc.json"], &dir);
     assert_eq!(replay.status.code(), Some(0), "{replay:?}");
     assert!(stdout(&replay).contains("\"agreement\" is violated"), "{replay:?}");
+    // Each node counts learners per vote, a map keyed by (round, value) that plain JSON has no
+    // object form for: the trace shows it as [key, value] pairs rather than leaving it out.
+    let shown = stdout(&foretell(&["show", "lmc.json", "--states"], &dir));
+    assert!(!shown.contains("unserializable"), "{shown}");
+    assert!(shown.contains(r#""learns":[[[{"counter":1,"node":0},1],[0]]"#), "{shown}");
 }
 
 #[test]

@@ -34,8 +34,8 @@ use crate::stop::Stop;
 use crate::Interrupt;
 use critical::{find_critical_transition, Critical, ProbeError};
 use foretell_model::{
-    catch_panic, EventOf, Model, ModelError, PropertyKind, Protocol, Simulator, Trace, TraceVerdict,
-    ViolationKind, Weights, World,
+    catch_panic, json_view, EventOf, Model, ModelError, PropertyKind, Protocol, Simulator, Trace,
+    TraceVerdict, ViolationKind, Weights, World,
 };
 use periphery::{Periphery, SearchBeat};
 use pool::{Job, Pool, Stalled};
@@ -855,7 +855,7 @@ impl<P: Protocol> Run<P> {
             Some(event) => format!(
                 "{} did not return from {} within {:?}",
                 event.node(),
-                serde_json::to_string(event).unwrap_or_default(),
+                json_view(event),
                 self.options.watchdog
             ),
             None => format!("a handler did not return within {:?}", self.options.watchdog),

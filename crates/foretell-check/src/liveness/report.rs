@@ -3,7 +3,7 @@
 //! Figure 6 as text).
 
 use crate::Completion;
-use foretell_model::{NodeDiff, NodeId, Protocol, Trace, World};
+use foretell_model::{json_view, NodeDiff, NodeId, Protocol, Trace, World};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -259,11 +259,11 @@ pub(crate) fn diff<P: Protocol>(dead: &World<P>, live: &World<P>) -> Vec<NodeDif
 /// transport errors), which is often where two paths part.
 fn lines<P: Protocol>(world: &World<P>, node: NodeId) -> BTreeSet<String> {
     let view = world.node(node);
-    let value = serde_json::json!({ "state": view.state, "timers": view.timers });
+    let value = serde_json::json!({ "state": json_view(view.state), "timers": json_view(view.timers) });
     let mut out = BTreeSet::new();
     flatten("", &value, &mut out);
     for envelope in world.messages().filter(|e| e.to == node) {
-        let msg = serde_json::to_value(&envelope.msg).unwrap_or_default();
+        let msg = json_view(&envelope.msg);
         out.insert(format!("in flight from n{} = {msg}", envelope.from.0));
     }
     for (_, peer) in world.pending_transport_errors().iter().filter(|(at, _)| *at == node) {
