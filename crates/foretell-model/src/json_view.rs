@@ -57,6 +57,15 @@ fn integer<T: TryInto<i64> + TryInto<u64> + fmt::Display + Copy>(v: T) -> Result
     }
 }
 
+/// The primitives serde_json's `Value::from` takes as they are (non-finite floats become null).
+macro_rules! from_primitive {
+    ($($method:ident: $ty:ty),*) => {$(
+        fn $method(self, v: $ty) -> Result<Value, ViewError> {
+            Ok(Value::from(v))
+        }
+    )*};
+}
+
 impl ser::Serializer for ViewSerializer {
     type Ok = Value;
     type Error = ViewError;
@@ -68,44 +77,25 @@ impl ser::Serializer for ViewSerializer {
     type SerializeStruct = MapView;
     type SerializeStructVariant = MapView;
 
-    fn serialize_bool(self, v: bool) -> Result<Value, ViewError> {
-        Ok(Value::Bool(v))
-    }
-    fn serialize_i8(self, v: i8) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
-    fn serialize_i16(self, v: i16) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
-    fn serialize_i32(self, v: i32) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
-    fn serialize_i64(self, v: i64) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
+    from_primitive!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_f32: f32,
+        serialize_f64: f64
+    );
+
     fn serialize_i128(self, v: i128) -> Result<Value, ViewError> {
         integer(v)
     }
-    fn serialize_u8(self, v: u8) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
-    fn serialize_u16(self, v: u16) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
-    fn serialize_u32(self, v: u32) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
-    fn serialize_u64(self, v: u64) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
     fn serialize_u128(self, v: u128) -> Result<Value, ViewError> {
         integer(v)
-    }
-    fn serialize_f32(self, v: f32) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
-    }
-    fn serialize_f64(self, v: f64) -> Result<Value, ViewError> {
-        Ok(Value::from(v))
     }
     fn serialize_char(self, v: char) -> Result<Value, ViewError> {
         Ok(Value::String(v.to_string()))
@@ -208,49 +198,28 @@ impl SeqView {
     }
 }
 
-impl ser::SerializeSeq for SeqView {
-    type Ok = Value;
-    type Error = ViewError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ViewError> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Value, ViewError> {
-        Ok(self.finish())
-    }
+/// The four sequence-like traits of serde, which differ only in their names.
+macro_rules! sequence_view {
+    ($($trait:ident::$add:ident),*) => {$(
+        impl ser::$trait for SeqView {
+            type Ok = Value;
+            type Error = ViewError;
+            fn $add<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ViewError> {
+                self.push(value)
+            }
+            fn end(self) -> Result<Value, ViewError> {
+                Ok(self.finish())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for SeqView {
-    type Ok = Value;
-    type Error = ViewError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ViewError> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Value, ViewError> {
-        Ok(self.finish())
-    }
-}
-
-impl ser::SerializeTupleStruct for SeqView {
-    type Ok = Value;
-    type Error = ViewError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ViewError> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Value, ViewError> {
-        Ok(self.finish())
-    }
-}
-
-impl ser::SerializeTupleVariant for SeqView {
-    type Ok = Value;
-    type Error = ViewError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ViewError> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Value, ViewError> {
-        Ok(self.finish())
-    }
-}
+sequence_view!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// A map, struct or struct variant being built: its entries in order, keys as values until the
 /// end decides whether they can be JSON object keys.
@@ -309,35 +278,27 @@ impl ser::SerializeMap for MapView {
     }
 }
 
-impl ser::SerializeStruct for MapView {
-    type Ok = Value;
-    type Error = ViewError;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), ViewError> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Value, ViewError> {
-        Ok(self.finish())
-    }
+/// The two struct-like traits of serde, which differ only in their names.
+macro_rules! struct_view {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for MapView {
+            type Ok = Value;
+            type Error = ViewError;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), ViewError> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<Value, ViewError> {
+                Ok(self.finish())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for MapView {
-    type Ok = Value;
-    type Error = ViewError;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), ViewError> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Value, ViewError> {
-        Ok(self.finish())
-    }
-}
+struct_view!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests {
