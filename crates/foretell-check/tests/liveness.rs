@@ -266,6 +266,8 @@ struct Spinner {
 enum Knob {
     Inc,
     Poll,
+    /// Does nothing: no step, wherever it is drawn.
+    Wait(u8),
 }
 
 impl Protocol for Spinner {
@@ -290,6 +292,7 @@ impl Protocol for Spinner {
                     }
                 }
             }
+            Knob::Wait(_) => {}
         }
     }
 }
@@ -307,9 +310,16 @@ impl Drop for Release {
 }
 
 fn spinner(hang_at: Option<u8>) -> (Model<Spinner>, Release) {
+    waiting_spinner(hang_at, 0)
+}
+
+/// A [`Spinner`] with `waits` more knobs that do nothing.
+fn waiting_spinner(hang_at: Option<u8>, waits: u8) -> (Model<Spinner>, Release) {
     let released = Arc::new(AtomicBool::new(false));
+    let driver = Driver::new().spontaneous(NodeId(0), Knob::Inc).spontaneous(NodeId(0), Knob::Poll);
+    let driver = (0..waits).fold(driver, |d, i| d.spontaneous(NodeId(0), Knob::Wait(i)));
     let model = Model::new(Spinner { hang_at, released: Arc::clone(&released) })
-        .driver(Driver::new().spontaneous(NodeId(0), Knob::Inc).spontaneous(NodeId(0), Knob::Poll))
+        .driver(driver)
         .eventually("top", |w: &World<Spinner>| *w.state(NodeId(0)) == TOP);
     (model, Release(released))
 }
@@ -471,6 +481,9 @@ fn the_critical_transition_is_the_irreversible_break() {
     assert_eq!(finding.not_live, ["full"]);
     // The dead path is trimmed to a few steps past the critical one.
     assert_eq!(trace.steps.len(), (2 + 5).min(finding.path_length), "{report}");
+    // A bump of the jammed gauge changes nothing: no step. The walk ends where it jammed, a
+    // deadlock, instead of bumping on to `dmax`.
+    assert_eq!(finding.path_length, 2, "{report}");
     // The nearest live path: the same first bump, then a second bump that fills the gauge.
     let nearest = finding.nearest_live.as_ref().unwrap();
     assert_eq!(nearest.steps[0].event["input"], "Bump", "{report}");
@@ -606,6 +619,25 @@ fn a_handler_that_hangs_on_a_walk_is_a_divergence() {
     let report = liveness(fine).depth(1).dmax(200).watchdog(Duration::from_millis(200)).run().unwrap();
     assert_eq!(report.verdict, LivenessVerdict::NoSuspect, "{report}");
     drop(release);
+}
+
+/// Knobs that do nothing are no steps: a walk draws again in the same world. When the handler
+/// that hangs was drawn after some of them, the report still names it (and not a knob the walk
+/// drew before it), and no step of the trace is a knob that does nothing. With nine such knobs
+/// of eleven, some of the seeds draw them first where `Poll` hangs.
+#[test]
+fn a_handler_that_hangs_after_draws_that_were_no_step_is_the_one_named() {
+    for seed in 0..4 {
+        let (model, release) = waiting_spinner(Some(2), 9);
+        let run = liveness(model).depth(1).seed(seed).watchdog(Duration::from_millis(200));
+        let report = run_within(Duration::from_secs(20), run);
+        assert_eq!(report.verdict, LivenessVerdict::Divergence, "{report}");
+        let trace = report.trace.as_ref().expect("the path to the divergence");
+        let poll = r#"{"input":"Poll","kind":"spontaneous","node":0}"#;
+        assert!(trace.verdict.as_ref().unwrap().message.contains(poll), "seed {seed}\n{report}");
+        assert!(trace.steps.iter().all(|s| s.event["input"] == "Inc"), "seed {seed}\n{report}");
+        drop(release);
+    }
 }
 
 /// A handler that hangs within the exhaustive depth is caught there: the search's own watchdog

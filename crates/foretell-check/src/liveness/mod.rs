@@ -451,7 +451,7 @@ impl<P: Protocol> Run<P> {
             stop: &self.stop,
         };
         let mut rng = WalkRng::new(self.options.seed, u64::MAX);
-        let walked = walker.walk(root, self.dmax, &mut rng, |_| {});
+        let walked = walker.walk(root, self.dmax, &mut rng, |_, _| {});
         match walked.end {
             WalkEnd::Live => Ok(Some((walked.steps, walked.last))),
             WalkEnd::Violation(v) => Err(Box::new(self.safety(&walked.steps, v))),
@@ -837,9 +837,16 @@ impl<P: Protocol> Run<P> {
             stop: &never,
         };
         let mut rng = WalkRng::new(stalled.job.seed, stalled.job.walk);
-        let walked = walker.walk(&stalled.job.start, stalled.steps, &mut rng, |_| {});
+        let walked = walker.walk(&stalled.job.start, stalled.steps, &mut rng, |_, _| {});
         let mut actions = Vec::new();
         sim.actions(&walked.last, &mut actions);
+        // The walk drew these events here and found them no step before it drew the one that
+        // hung: the same draws, without running their handlers again.
+        for _ in 0..stalled.idle {
+            if let Some(idle) = walker.draw(&actions, &mut rng) {
+                actions.retain(|a| *a != idle);
+            }
+        }
         let event = walker.draw(&actions, &mut rng).map(|a| sim.event(&walked.last, a));
         let steps: Steps = path.iter().chain(&walked.steps).cloned().collect();
         self.divergence(&steps, event)

@@ -36,15 +36,19 @@ pub(crate) struct Job<P: Protocol> {
     pub(crate) walk: u64,
 }
 
-/// A walk that did not come back: its job and how many steps it had taken.
+/// A walk that did not come back: its job, how many steps it had taken, and how many events
+/// of the world it hung in it had already drawn and found to be no step.
 pub(crate) struct Stalled<P: Protocol> {
     pub(crate) job: Arc<Job<P>>,
     pub(crate) steps: usize,
+    pub(crate) idle: usize,
 }
 
+/// A worker's heartbeat: its job, and its walk's steps and idle draws (as `Walker::walk` ticks).
 struct Beat {
     job: AtomicU64,
     steps: AtomicU64,
+    idle: AtomicU64,
 }
 
 type Shared<P> = Arc<Mutex<Receiver<(usize, Arc<Job<P>>)>>>;
@@ -72,7 +76,13 @@ impl<P: Protocol> Pool<P> {
         let queue: Shared<P> = Arc::new(Mutex::new(queue));
         let (report, results) = channel();
         let beats: Vec<Arc<Beat>> = (0..threads.max(1))
-            .map(|_| Arc::new(Beat { job: AtomicU64::new(IDLE), steps: AtomicU64::new(0) }))
+            .map(|_| {
+                Arc::new(Beat {
+                    job: AtomicU64::new(IDLE),
+                    steps: AtomicU64::new(0),
+                    idle: AtomicU64::new(0),
+                })
+            })
             .collect();
         for beat in &beats {
             let (model, queue, report, beat, live, stop) = (
@@ -98,8 +108,8 @@ impl<P: Protocol> Pool<P> {
         }
         let mut done: Vec<Option<Walked<P>>> = (0..jobs.len()).map(|_| None).collect();
         let mut remaining = jobs.len();
-        let mut seen: Vec<(u64, u64, Instant)> =
-            self.beats.iter().map(|_| (IDLE, 0, Instant::now())).collect();
+        let mut seen: Vec<(u64, u64, u64, Instant)> =
+            self.beats.iter().map(|_| (IDLE, 0, 0, Instant::now())).collect();
         while remaining > 0 {
             match self.results.recv_timeout(PULSE) {
                 Ok((i, walked)) => {
@@ -109,24 +119,28 @@ impl<P: Protocol> Pool<P> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => unreachable!("the pool holds a sender"),
             }
-            if let Some((job, steps)) = self.stalled(&mut seen) {
+            if let Some((job, steps, idle)) = self.stalled(&mut seen) {
                 // Drop the queue: idle workers finish, the stuck one is abandoned.
                 self.jobs = None;
-                return Err(Stalled { job: Arc::clone(&jobs[job]), steps });
+                return Err(Stalled { job: Arc::clone(&jobs[job]), steps, idle });
             }
         }
         Ok(done.into_iter().map(|w| w.expect("every job reported")).collect())
     }
 
     /// The first busy worker whose heartbeat has not moved for longer than the watchdog.
-    fn stalled(&self, seen: &mut [(u64, u64, Instant)]) -> Option<(usize, usize)> {
+    fn stalled(&self, seen: &mut [(u64, u64, u64, Instant)]) -> Option<(usize, usize, usize)> {
         let now = Instant::now();
-        for (beat, (job, steps, since)) in self.beats.iter().zip(seen.iter_mut()) {
-            let (j, s) = (beat.job.load(Ordering::Acquire), beat.steps.load(Ordering::Acquire));
-            if (j, s) != (*job, *steps) {
-                (*job, *steps, *since) = (j, s, now);
+        for (beat, (job, steps, idle, since)) in self.beats.iter().zip(seen.iter_mut()) {
+            let (j, s, i) = (
+                beat.job.load(Ordering::Acquire),
+                beat.steps.load(Ordering::Acquire),
+                beat.idle.load(Ordering::Acquire),
+            );
+            if (j, s, i) != (*job, *steps, *idle) {
+                (*job, *steps, *idle, *since) = (j, s, i, now);
             } else if j != IDLE && now - *since > self.watchdog {
-                return Some((j as usize, s as usize));
+                return Some((j as usize, s as usize, i as usize));
             }
         }
         None
@@ -161,10 +175,12 @@ fn work<P: Protocol>(
         let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok((i, job)) = next else { return };
         beat.steps.store(0, Ordering::Release);
+        beat.idle.store(0, Ordering::Release);
         beat.job.store(i as u64, Ordering::Release);
         let mut rng = WalkRng::new(job.seed, job.walk);
-        let walked = walker.walk(&job.start, job.max_steps, &mut rng, |n| {
-            beat.steps.store(n as u64, Ordering::Release);
+        let walked = walker.walk(&job.start, job.max_steps, &mut rng, |steps, idle| {
+            beat.steps.store(steps as u64, Ordering::Release);
+            beat.idle.store(idle as u64, Ordering::Release);
         });
         beat.job.store(IDLE, Ordering::Release);
         if report.send((i, walked)).is_err() {

@@ -4,6 +4,11 @@
 //! bounds, so any walk can be re-run step for step (to rebuild a path, or to find the step
 //! that diverged). A walk asks the run's [`Stop`] every thousand steps or so and ends early, cut
 //! short, when the run is interrupted or out of time: a walk may be up to `dmax` steps long.
+//!
+//! An event whose handler leaves the world as it was without choosing anything — one it
+//! declares not enabled ([`foretell_model::Out::disable`]), or one it ignores — is no step, as
+//! in the exhaustive search (and as a false guard is in MaceMC's walks): the draw goes on among
+//! the other events of the world, and a world where every event is such is a deadlock.
 
 use crate::stop::Stop;
 use foretell_model::{Action, Chooser, Protocol, Simulator, StepViolation, Weights, World};
@@ -43,7 +48,7 @@ pub(crate) enum WalkEnd {
     Live,
     /// It took every step it was allowed without reaching one.
     Exhausted,
-    /// It reached a world with no enabled event (a deadlock) that is not live.
+    /// It reached a world that no event changes (a deadlock) that is not live.
     Stuck,
     /// A step violated a safety property.
     Violation(StepViolation),
@@ -75,14 +80,15 @@ pub(crate) struct Walker<'s, 'm, P: Protocol> {
 impl<P: Protocol> Walker<'_, '_, P> {
     /// Walks from `start` (a world known not to be live, or not yet checked) for at most
     /// `max_steps` steps, stopping at the first live world, or earlier when the run must stop
-    /// ([`WalkEnd::Stopped`]). `tick` is called before each step with the number of steps taken
-    /// so far (the divergence watchdog's heartbeat).
+    /// ([`WalkEnd::Stopped`]). `tick` is called before each handler run with the number of
+    /// steps taken so far and the events of this world already drawn and found to be no step
+    /// (the divergence watchdog's heartbeat).
     pub(crate) fn walk(
         &self,
         start: &World<P>,
         max_steps: usize,
         rng: &mut WalkRng,
-        mut tick: impl FnMut(usize),
+        mut tick: impl FnMut(usize, usize),
     ) -> Walked<P> {
         let mut world = start.clone();
         let mut steps = Vec::new();
@@ -94,12 +100,23 @@ impl<P: Protocol> Walker<'_, '_, P> {
             if self.stop.poll_at(steps.len()).is_some() {
                 return Walked { steps, end: WalkEnd::Stopped, last: world };
             }
-            tick(steps.len());
             self.sim.actions(&world, &mut actions);
-            let Some(action) = self.draw(&actions, rng) else {
-                return Walked { steps, end: WalkEnd::Stuck, last: world };
+            let mut idle = 0;
+            let (action, outcome) = loop {
+                tick(steps.len(), idle);
+                let Some(action) = self.draw(&actions, rng) else {
+                    return Walked { steps, end: WalkEnd::Stuck, last: world };
+                };
+                let outcome = self.sim.step(&world, action, rng, false);
+                let no_step = outcome.violation.is_none()
+                    && outcome.choices.is_empty()
+                    && outcome.world.fingerprint() == world.fingerprint();
+                if !no_step {
+                    break (action, outcome);
+                }
+                actions.retain(|a| *a != action);
+                idle += 1;
             };
-            let outcome = self.sim.step(&world, action, rng, false);
             steps.push((action, outcome.choices));
             world = outcome.world;
             let invariant = || self.invariants.then(|| self.sim.violated_invariant(&world)).flatten();
