@@ -149,8 +149,8 @@ fn a_choice_that_must_eventually_answer_otherwise_makes_the_cycle_unfair() {
     }
 }
 
-/// Node 0 spins on a timer that changes nothing; node 1 finishes the work when its one input
-/// arrives. The spin is hot but unfair to node 1.
+/// Node 0 spins on a timer, flipping a flag each time; node 1 finishes the work when its one
+/// input arrives. The spin is hot but unfair to node 1.
 struct Spin;
 
 impl Protocol for Spin {
@@ -168,7 +168,8 @@ impl Protocol for Spin {
 
     fn on_message(&self, _: NodeId, _: &mut bool, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
 
-    fn on_timer(&self, _: NodeId, _: &mut bool, _: &(), out: &mut Out<'_, Self>) {
+    fn on_timer(&self, _: NodeId, flag: &mut bool, _: &(), out: &mut Out<'_, Self>) {
+        *flag = !*flag;
         out.set_timer((), 1);
     }
 
@@ -329,4 +330,121 @@ fn a_model_without_anything_to_be_hot_is_refused() {
     let model = Model::new(GiveUp);
     let error = Lasso::new(&model).run().expect_err("refused");
     assert!(error.to_string().contains("nothing can be hot"), "{error}");
+}
+
+/// Node 0 waits on a heartbeat timer that only re-arms itself: an idle event, no step. With
+/// `finish`, its one-shot `Finish` input ends the work; with `flipper`, node 1 flips a switch
+/// for ever (a livelock of real steps beside node 0's idling).
+struct Idler;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+enum Cmd {
+    Finish,
+    Flip,
+}
+
+impl Protocol for Idler {
+    type State = bool;
+    type Msg = ();
+    type Timer = ();
+    type Input = Cmd;
+
+    fn init(&self, me: NodeId, out: &mut Out<'_, Self>) -> bool {
+        if me == NodeId(0) {
+            out.set_timer((), 1);
+        }
+        false
+    }
+
+    fn on_message(&self, _: NodeId, _: &mut bool, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+
+    fn on_timer(&self, _: NodeId, _: &mut bool, _: &(), out: &mut Out<'_, Self>) {
+        out.set_timer((), 1);
+    }
+
+    fn on_input(&self, _: NodeId, state: &mut bool, cmd: &Cmd, _: &mut Out<'_, Self>) {
+        match cmd {
+            Cmd::Finish => *state = true,
+            Cmd::Flip => *state = !*state,
+        }
+    }
+}
+
+/// Hot until node 0 has finished.
+struct Finished;
+
+impl Monitor<Idler> for Finished {
+    type State = bool;
+
+    fn name(&self) -> &str {
+        "finished"
+    }
+
+    fn init(&self, _: &World<Idler>) -> bool {
+        false
+    }
+
+    fn observe(&self, done: &mut bool, step: &Observation<'_, Idler>) {
+        *done |= *step.after.state(NodeId(0));
+    }
+
+    fn temperature(&self, done: &bool) -> Temperature {
+        if *done {
+            Temperature::Cold
+        } else {
+            Temperature::Hot
+        }
+    }
+}
+
+fn idler(finish: bool, flipper: bool) -> Model<Idler> {
+    let mut driver = Driver::new();
+    if finish {
+        driver = driver.input(NodeId(0), Cmd::Finish);
+    }
+    if flipper {
+        driver = driver.spontaneous(NodeId(1), Cmd::Flip);
+    }
+    Model::new(Idler).nodes(2).driver(driver).monitor(Finished)
+}
+
+/// The heartbeat that changes nothing does not schedule node 0: firing it for ever while
+/// `Finish` waits is no fair cycle (it used to be reported as a one-step lasso by every method
+/// and scheduler).
+#[test]
+fn an_idle_heartbeat_does_not_make_a_starving_node_scheduled() {
+    let model = idler(true, false);
+    for method in [LassoMethod::Caching, LassoMethod::Exact] {
+        for scheduler in [SchedulerKind::Random, SchedulerKind::Pct { depth: 1 }, SchedulerKind::Dfs] {
+            let options = LassoOptions { schedulers: Schedulers::One(scheduler), ..options(method) };
+            let report = run(&model, options);
+            assert!(report.finding.is_none(), "{method} {scheduler}");
+        }
+    }
+}
+
+/// With nothing but the heartbeat, no event changes the hot world: the execution stops there,
+/// hot, by every method.
+#[test]
+fn a_hot_world_that_only_idle_events_reach_ends_hot() {
+    let model = idler(false, false);
+    for method in [LassoMethod::Caching, LassoMethod::Temperature, LassoMethod::Exact] {
+        let report = run(&model, options(method));
+        let finding = report.finding.as_ref().expect("found");
+        assert_eq!(finding.kind, FoundKind::EndsHot, "{method}");
+        assert!(finding.trace.steps.is_empty(), "{method}");
+    }
+}
+
+/// Node 1 flipping for ever is a fair livelock although node 0, enabled by its heartbeat, is
+/// never scheduled in it: none of node 0's events changes anything.
+#[test]
+fn a_livelock_beside_a_node_with_only_idle_events_is_a_fair_lasso() {
+    let model = idler(false, true);
+    for method in [LassoMethod::Caching, LassoMethod::Exact] {
+        let report = run(&model, options(method));
+        let (stem, cycle) = assert_lasso(&model, &report);
+        let trace = &report.finding.as_ref().unwrap().trace;
+        assert!(trace.steps[stem..stem + cycle].iter().all(|s| s.node == NodeId(1)), "{method}");
+    }
 }

@@ -8,11 +8,9 @@
 //! A lasso found in a partly explored graph is still real (its edges are real steps and every
 //! world's enabled set is known); only its absence is then inconclusive.
 
-use super::execution::{environment, Executor, Sites, Steps};
+use super::execution::{environment, fingerprint, Executor, Sites, Steps};
 use super::fair_cycle::{find_fair_lasso, ChoiceLabel, Edge, FairCycleStats, Graph};
-use foretell_model::{
-    Action, ChoiceOdometer, Chooser, FingerprintHasher, MonitorState, Protocol, StepViolation, World,
-};
+use foretell_model::{Action, ChoiceOdometer, Chooser, MonitorState, Protocol, StepViolation, World};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::panic::Location;
@@ -71,13 +69,6 @@ impl Chooser for Noting<'_> {
 /// One step of a world: its action, choices, choice labels and result.
 type WorldStep<P> =
     (Action, Vec<usize>, Vec<ChoiceLabel>, Result<(World<P>, Vec<MonitorState>), StepViolation>);
-
-/// The world fingerprint combined with the monitors' states.
-fn fingerprint<P: Protocol>(world: &World<P>, monitors: &[MonitorState]) -> u128 {
-    monitors.iter().fold(world.fingerprint().0, |acc, state| {
-        FingerprintHasher::mix(acc as u64 ^ (acc >> 64) as u64, xxhash_rust::xxh3::xxh3_128(state.bytes()))
-    })
-}
 
 impl<P: Protocol> Executor<'_, '_, P> {
     /// Every step of `world`: each enabled action with each vector of choice values.
@@ -179,14 +170,25 @@ impl<P: Protocol> Executor<'_, '_, P> {
                 complete = false;
                 break;
             }
-            let mut actions = Vec::new();
-            let mut processes = Vec::new();
-            graph.enabled[vertex as usize] = self.enabled(&world, &mut actions, &mut processes);
-            if actions.is_empty() && graph.hot[vertex as usize] && dead_end.is_none() {
-                dead_end = Some(vertex);
-            }
             let mut stepped = Vec::new();
             self.each_step(&world, &monitors, &mut sites, |step| stepped.push(step));
+            // A step that changes nothing and chooses nothing is no step (an idle event): no
+            // edge, and it does not make its process enabled here.
+            let here = fingerprint(&world, &monitors);
+            stepped.retain(|(_, choices, _, result)| {
+                !(choices.is_empty() && result.as_ref().is_ok_and(|(w, m)| fingerprint(w, m) == here))
+            });
+            let mut enabled = 0u64;
+            for (action, ..) in &stepped {
+                let process = self.sim.process_of(&world, *action).map_or(env, |n| n.0);
+                if process != env {
+                    enabled |= 1 << process;
+                }
+            }
+            graph.enabled[vertex as usize] = enabled;
+            if stepped.is_empty() && graph.hot[vertex as usize] && dead_end.is_none() {
+                dead_end = Some(vertex);
+            }
             for (action, choices, labels, result) in stepped {
                 let process = self.sim.process_of(&world, action).map_or(env, |n| n.0);
                 let (next, next_monitors) = match result {

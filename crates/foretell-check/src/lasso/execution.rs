@@ -16,6 +16,15 @@
 //! (the shortest cycle first) where the paper tries them in random order.
 //!
 //! Both methods also report an execution that stops, with nothing enabled, in a hot world.
+//!
+//! Only steps that change something are steps. An event whose handler leaves the world and the
+//! monitors as they were without choosing (one it declares not enabled, or a timer that only
+//! re-arms itself) is no step: the scheduler picks again among the rest, and a world that no
+//! event changes is where the execution stops. Such an event does not schedule its process —
+//! otherwise a node firing an idle timer forever would look fairly scheduled while its pending
+//! input starves. A process enabled in a candidate cycle but never scheduled in it leaves the
+//! cycle fair only if none of its events changes any world of the cycle (its only events are
+//! idle ones, as a node's that waits on a heartbeat): the replay's first pass tries them.
 
 use super::scheduler::Scheduler;
 use super::LassoOptions;
@@ -69,6 +78,14 @@ pub(crate) struct Executed<P: Protocol> {
 /// A step of a cycle as a replay matches it: the event's shape, its process and its handler's
 /// choices.
 pub(crate) type CycleStep = (u64, u32, Vec<usize>);
+
+/// The world fingerprint combined with the monitors' states: equal before and after a step
+/// that changed nothing.
+pub(crate) fn fingerprint<P: Protocol>(world: &World<P>, monitors: &[MonitorState]) -> u128 {
+    monitors.iter().fold(world.fingerprint().0, |acc, state| {
+        FingerprintHasher::mix(acc as u64 ^ (acc >> 64) as u64, xxhash_rust::xxh3::xxh3_128(state.bytes()))
+    })
+}
 
 /// Process number of the environment (faults), after the nodes.
 pub(crate) fn environment(model_nodes: usize) -> u32 {
@@ -277,6 +294,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
             discarded: 0,
             actions: Vec::new(),
             processes: Vec::new(),
+            idle: FxHashMap::default(),
         };
         let found = run.go(scheduler, sites);
         let last = found.is_some().then(|| (run.current.world.clone(), run.current.monitors.clone()));
@@ -313,6 +331,8 @@ struct Run<'e, 's, 'm, P: Protocol> {
     discarded: u64,
     actions: Vec<Action>,
     processes: Vec<u32>,
+    /// Whether a process has only idle events in a world (by [`fingerprint`]), as tried.
+    idle: FxHashMap<(u128, u32), bool>,
 }
 
 /// Why a step could not be taken as asked.
@@ -320,6 +340,8 @@ enum StepError {
     Violation(StepViolation),
     /// A replayed step found no matching event, or its handler asked other choices.
     Mismatch,
+    /// The event changed nothing and chose nothing: no step (not recorded).
+    Idle,
 }
 
 impl<P: Protocol> Run<'_, '_, '_, P> {
@@ -327,13 +349,19 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let options = self.exec.options;
         for _ in 0..options.max_steps {
             let enabled = self.enabled();
-            if self.actions.is_empty() {
-                return self.current.hot.then_some(Found::EndsHot);
-            }
-            let pick = scheduler.next_event(&self.processes);
-            let action = self.actions[pick];
-            if let Err(StepError::Violation(v)) = self.take(action, enabled, None, scheduler, sites) {
-                return Some(Found::Safety(v));
+            loop {
+                if self.actions.is_empty() {
+                    return self.current.hot.then_some(Found::EndsHot);
+                }
+                let pick = scheduler.next_event(&self.processes);
+                match self.take(self.actions[pick], enabled, None, scheduler, sites) {
+                    Err(StepError::Idle) => {
+                        self.actions.remove(pick);
+                        self.processes.remove(pick);
+                    }
+                    Err(StepError::Violation(v)) => return Some(Found::Safety(v)),
+                    Ok(()) | Err(StepError::Mismatch) => break,
+                }
             }
             match self.exec.method {
                 Method::Temperature => {
@@ -388,6 +416,12 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
                 return Err(StepError::Violation(violation));
             }
         };
+        let idle = replay.is_none()
+            && choices.is_empty()
+            && fingerprint(&world, &monitors) == fingerprint(&self.current.world, &self.current.monitors);
+        if idle {
+            return Err(StepError::Idle);
+        }
         let diverged = chooser.diverged || replay.is_some_and(|values| values.len() != choices.len());
         let used = chooser.used;
         let shape = Executor::<P>::shape(&event);
@@ -416,14 +450,19 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
     /// Algorithm 3: a hash repeat that closes a hot, fair segment is replayed.
     fn check_lasso(&mut self, scheduler: &mut Scheduler, sites: &mut Sites) -> Option<Found> {
         let candidates = self.seen.get(&self.current.hash)?;
-        let start = candidates.iter().rev().map(|&i| i as usize).find(|&i| self.hot_and_fair(i))?;
-        self.replay_cycle(start, scheduler, sites)
+        // The most recent candidate that schedules every process it enables, else the most
+        // recent whose unscheduled processes may prove idle.
+        let candidates =
+            candidates.iter().rev().filter_map(|&i| self.hot_and_fair(i as usize).map(|u| (i as usize, u)));
+        let (start, unscheduled) = candidates.min_by_key(|&(_, unscheduled)| unscheduled != 0)?;
+        self.replay_cycle(start, unscheduled, scheduler, sites)
     }
 
-    /// Whether the trace segment from `start` is hot and fair.
-    fn hot_and_fair(&self, start: usize) -> bool {
+    /// Whether the trace segment from `start` is hot and its choices fair: the processes
+    /// enabled in it but not scheduled, which the replay must find only idle events for.
+    fn hot_and_fair(&self, start: usize) -> Option<u64> {
         if self.last_cold.is_some_and(|cold| cold >= start) {
-            return false;
+            return None;
         }
         let segment = &self.trace[start..];
         let mut enabled = 0u64;
@@ -444,11 +483,37 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         // Every value of every site with at most 64 values: larger sites (a random integer)
         // cannot be expected to take all of them.
         let choices_fair = values.values().all(|&(seen, arity)| arity > 64 || seen.count_ones() == arity);
-        enabled & !scheduled == 0 && choices_fair
+        choices_fair.then_some(enabled & !scheduled)
     }
 
-    /// Algorithm 4: replays the cycle `trace[start..]` `RT` times.
-    fn replay_cycle(&mut self, start: usize, scheduler: &mut Scheduler, sites: &mut Sites) -> Option<Found> {
+    /// Whether every event of `process` in the current world is idle: it changes nothing and
+    /// chooses nothing. Tried on copies, once per world.
+    fn only_idle(&mut self, process: u32) -> bool {
+        let here = fingerprint(&self.current.world, &self.current.monitors);
+        if let Some(&idle) = self.idle.get(&(here, process)) {
+            return idle;
+        }
+        let exec = self.exec;
+        let idle =
+            self.actions.iter().zip(&self.processes).filter(|&(_, &p)| p == process).all(|(&action, _)| {
+                let mut chooser = foretell_model::ChoiceOdometer::new();
+                exec.step(&self.current.world, &self.current.monitors, action, &mut chooser)
+                    .is_ok_and(|s| s.choices.is_empty() && fingerprint(&s.world, &s.monitors) == here)
+            });
+        self.idle.insert((here, process), idle);
+        idle
+    }
+
+    /// Algorithm 4: replays the cycle `trace[start..]` `RT` times. The first pass also checks
+    /// that the `unscheduled` processes have only idle events wherever they are enabled; one
+    /// that has another leaves the cycle unfair (not a discarded replay).
+    fn replay_cycle(
+        &mut self,
+        start: usize,
+        unscheduled: u64,
+        scheduler: &mut Scheduler,
+        sites: &mut Sites,
+    ) -> Option<Found> {
         let cycle: Vec<(u32, u64, Vec<usize>, u64, u64)> = self.trace[start..]
             .iter()
             .map(|e| (e.process, e.shape, e.choices.clone(), e.enabled, e.hash))
@@ -458,6 +523,15 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         for j in 0..self.exec.options.replays * length {
             let (process, shape, choices, _, _) = &cycle[j % length];
             let enabled = self.enabled();
+            if j < length {
+                let mut owed = enabled & unscheduled;
+                while owed != 0 {
+                    if !self.only_idle(owed.trailing_zeros()) {
+                        return None;
+                    }
+                    owed &= owed - 1;
+                }
+            }
             let action =
                 self.exec.matching(&self.current.world, &self.actions, &self.processes, *process, *shape);
             let Some(action) = action else {
@@ -467,7 +541,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             match self.take(action, enabled, Some(choices), scheduler, sites) {
                 Ok(()) => {}
                 Err(StepError::Violation(v)) => return Some(Found::Safety(v)),
-                Err(StepError::Mismatch) => {
+                Err(StepError::Mismatch | StepError::Idle) => {
                     self.discarded += 1;
                     return None;
                 }
