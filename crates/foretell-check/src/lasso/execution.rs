@@ -452,9 +452,15 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let candidates = self.seen.get(&self.current.hash)?;
         // The most recent candidate that schedules every process it enables, else the most
         // recent whose unscheduled processes may prove idle.
-        let candidates =
-            candidates.iter().rev().filter_map(|&i| self.hot_and_fair(i as usize).map(|u| (i as usize, u)));
-        let (start, unscheduled) = candidates.min_by_key(|&(_, unscheduled)| unscheduled != 0)?;
+        let mut fallback = None;
+        for &i in candidates.iter().rev() {
+            match self.hot_and_fair(i as usize) {
+                Some(0) => return self.replay_cycle(i as usize, 0, scheduler, sites),
+                Some(unscheduled) => fallback = fallback.or(Some((i as usize, unscheduled))),
+                None => {}
+            }
+        }
+        let (start, unscheduled) = fallback?;
         self.replay_cycle(start, unscheduled, scheduler, sites)
     }
 
