@@ -149,7 +149,10 @@ impl<P: Protocol> DynModel for Model<P> {
         trace: &Trace,
         steps: usize,
     ) -> Result<Box<dyn DynModel>, String> {
-        let prefix = Scenario::from_trace(name, trace, steps)?;
+        let prefix = {
+            let sim = Simulator::new(&*self).map_err(|e| e.to_string())?;
+            Scenario::from_trace(&sim, name, trace, steps)?
+        };
         Ok(Box::new(self.start_from(prefix)))
     }
 }

@@ -1,10 +1,11 @@
 //! Protocol values that plain JSON has no form for — maps keyed by compound values, in a node's
 //! state and in its messages — through everything that shows or reads them: a search's trace,
-//! the trace file, replay, and the liveness engine's difference between a dead and a live path.
+//! the trace file, replay, a search started from a trace's first steps, and the liveness
+//! engine's difference between a dead and a live path.
 //! (serde_json refuses such a map; the bundled Paxos counts its learners in one.)
 
 use foretell_check::{Check, Liveness};
-use foretell_model::{Driver, Model, NetworkKind, NodeId, Out, Protocol, Simulator, Trace, World};
+use foretell_model::{Driver, Model, NetworkKind, NodeId, Out, Protocol, Scenario, Simulator, Trace, World};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -70,9 +71,10 @@ fn tally() -> Model<Tally> {
         .driver(Driver::new().spontaneous(NodeId(0), Cmd::Send).input(NodeId(1), Cmd::Stop))
 }
 
-/// The trace shows each map as `[key, value]` pairs, its file reads back, and it replays: the
-/// delivery of a batch, whose event cannot be read back as the protocol's type, is matched
-/// against the events enabled at that step. An edited batch matches none.
+/// The trace shows each map as `[key, value]` pairs, its file reads back, it replays, and a
+/// search starts from its first steps: the delivery of a batch, whose event cannot be read back
+/// as the protocol's type, is matched against the events enabled at that step. An edited batch
+/// matches none.
 #[test]
 fn a_trace_shows_and_replays_maps_with_compound_keys() {
     let model = tally().always("heard at most once", |w: &World<Tally>| !heard_twice(w));
@@ -88,6 +90,16 @@ fn a_trace_shows_and_replays_maps_with_compound_keys() {
     let replayed = sim.replay(&read).unwrap_or_else(|e| panic!("{e}\n{}", read.to_text(true)));
     assert_eq!(replayed.verdict.expect("the violation replays").property, "heard at most once");
     assert!(heard_twice(replayed.worlds.last().unwrap()));
+
+    // A search can start from the trace's first steps (`--from FILE:3`), deliveries included.
+    let prefix = Scenario::from_trace(&sim, "saved", &read, 3).expect("the prefix re-executes");
+    assert_eq!(prefix.steps().len(), 3);
+    assert!(read.steps[..3].iter().any(|s| s.event["kind"] == "deliver"), "{}", read.to_json());
+    let resumed = tally().start_from(prefix).always("heard at most once", |w: &World<Tally>| !heard_twice(w));
+    let again = Check::bfs(&resumed).run();
+    let found = &again.assert_violated("heard at most once").trace;
+    assert_eq!(found.steps.len(), trace.steps.len(), "{again}");
+    assert!(sim.replay(found).is_ok());
 
     let mut edited = read;
     let step = edited.steps.len();

@@ -264,7 +264,8 @@ fn scenarios_from_traces_and_bad_scenarios() {
     let model = greeters(2)
         .always("fewer than three greetings", |w: &World<Greeter>| w.states().all(|n| n.greetings < 2));
     let trace = Check::bfs(&model).run().assert_violated("fewer than three greetings").trace.clone();
-    let prefix = Scenario::from_trace("saved", &trace, 4).unwrap();
+    let sim = Simulator::new(&model).unwrap();
+    let prefix = Scenario::from_trace(&sim, "saved", &trace, 4).unwrap();
     assert_eq!(prefix.steps().len(), 4);
     let resumed = greeters(2)
         .start_from(prefix)
@@ -290,5 +291,6 @@ fn scenarios_from_traces_and_bad_scenarios() {
         t.steps[0].event = serde_json::json!({"kind": "input", "node": 0, "input": "Dance"});
         t
     };
-    assert!(Scenario::<Greeter>::from_trace("bad", &wrong_type, 2).unwrap_err().contains("step 1"));
+    let err = Scenario::from_trace(&sim, "bad", &wrong_type, 2).unwrap_err();
+    assert!(err.starts_with("step 1: the event does not fit this system"), "{err}");
 }

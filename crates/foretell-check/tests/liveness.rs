@@ -929,8 +929,8 @@ fn every_initial_world_is_searched() {
     // engine finds the dead path.
     let fragile = {
         let model = batch();
-        let empty = Simulator::new(&model).unwrap().record(&[1], &[]);
-        Scenario::from_trace("fragile", &empty, 0).unwrap()
+        let sim = Simulator::new(&model).unwrap();
+        Scenario::from_trace(&sim, "fragile", &sim.record(&[1], &[]), 0).unwrap()
     };
     let alone = liveness(batch().start_from(fragile)).run().unwrap();
     assert_eq!(alone.critical_step(), Some(2), "{alone}");

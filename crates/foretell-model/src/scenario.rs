@@ -10,7 +10,7 @@
 //! replay under the ordinary simulator.
 
 use crate::simulator::{EventOf, FixedChoices};
-use crate::trace::compact;
+use crate::trace::{check_fingerprint, compact};
 use crate::{json_view, Action, Protocol, Simulator, Trace, World};
 use std::fmt;
 
@@ -44,16 +44,35 @@ impl<P: Protocol> Scenario<P> {
         Scenario { name: name.into(), init_choices: Vec::new(), steps: Vec::new() }
     }
 
-    /// The first `steps` steps of `trace` (all of them if it has fewer), named `name`.
+    /// The first `steps` steps of `trace` (all of them if it has fewer), named `name`: re-executed
+    /// by `sim` from the trace's initial world, each recorded event found among those enabled
+    /// where it ran, as [`Simulator::replay`] finds it (so an event whose JSON does not read back
+    /// as the protocol's type still counts).
     ///
     /// # Errors
-    /// A message naming the first step whose event does not fit the protocol's event type.
-    pub fn from_trace(name: impl Into<String>, trace: &Trace, steps: usize) -> Result<Self, String> {
+    /// A message naming the first step that does not fit the protocol, is not enabled, whose
+    /// handler asks for other choices, or that reaches another world than the trace recorded
+    /// (a prefix taken from another variant of the system where the two behave differently).
+    pub fn from_trace(
+        sim: &Simulator<'_, P>,
+        name: impl Into<String>,
+        trace: &Trace,
+        steps: usize,
+    ) -> Result<Self, String> {
         let mut scenario = Scenario::new(name);
         scenario.init_choices.clone_from(&trace.initial.choices);
+        let mut chooser = FixedChoices::new(&scenario.init_choices);
+        let (mut world, ..) = sim.init_with(&mut chooser, false);
+        chooser.finish().map_err(|r| format!("initial world: {r}"))?;
+        check_fingerprint(0, &trace.initial.fingerprint, world.fingerprint()).map_err(|e| e.to_string())?;
         for step in trace.steps.iter().take(steps) {
-            let event: EventOf<P> = serde_json::from_value(step.event.clone())
-                .map_err(|e| format!("step {}: the event does not fit this system: {e}", step.step))?;
+            let fail = |reason: String| format!("step {}: {reason}", step.step);
+            let (action, event) = sim.recorded_action(&world, &step.event).map_err(fail)?;
+            let mut chooser = FixedChoices::new(&step.choices);
+            world = sim.step(&world, action, &mut chooser, false).world;
+            chooser.finish().map_err(fail)?;
+            check_fingerprint(step.step, &step.fingerprint, world.fingerprint())
+                .map_err(|e| e.to_string())?;
             scenario.steps.push((event, step.choices.clone()));
         }
         Ok(scenario)

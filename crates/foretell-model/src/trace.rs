@@ -418,7 +418,11 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// A recorded event is read back as the protocol's event type. One that does not read back
     /// (its message holds a map keyed by a compound value, which [`json_view`] writes as a list
     /// of pairs) is matched by its JSON against the events enabled here.
-    fn recorded_action(&self, world: &World<P>, recorded: &Value) -> Result<(Action, EventOf<P>), String> {
+    pub(crate) fn recorded_action(
+        &self,
+        world: &World<P>,
+        recorded: &Value,
+    ) -> Result<(Action, EventOf<P>), String> {
         match serde_json::from_value::<EventOf<P>>(recorded.clone()) {
             Ok(event) => match self.find_action(world, &event) {
                 Some(action) => Ok((action, event)),
@@ -497,7 +501,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     }
 }
 
-fn check_fingerprint(step: usize, recorded: &str, actual: Fingerprint) -> Result<(), ReplayError> {
+pub(crate) fn check_fingerprint(step: usize, recorded: &str, actual: Fingerprint) -> Result<(), ReplayError> {
     let Some(expected) = Fingerprint::from_hex(recorded) else {
         return Err(ReplayError {
             step,

@@ -1064,7 +1064,9 @@ mod tests {
         let model = from("ring", config).always("sides remember each other", |w| !forgotten(w));
         let report = bfs(&model, None);
         let trace = assert_found(&model, &report, "sides remember each other", 9);
-        let split = Scenario::from_trace("split", &trace, trace.steps.len()).unwrap();
+        let split =
+            Scenario::from_trace(&Simulator::new(&model).unwrap(), "split", &trace, trace.steps.len())
+                .unwrap();
         let dead = model_from(config, &split);
         let report = bfs(&dead, None);
         assert_eq!(report.completion, Completion::Exhausted);

@@ -232,7 +232,18 @@ impl System {
                 if !differing.is_empty() {
                     return Err(bad_prefix(format!("it was recorded with {}", differing.join(", "))));
                 }
-                model.start_from_trace(format!("{source}:{steps}"), trace, *steps).map_err(bad_prefix)
+                // Another variant re-executes the prefix only as far as it behaves the same.
+                let recorded = trace.system.as_ref().and_then(|s| s.variant.as_deref());
+                model.start_from_trace(format!("{source}:{steps}"), trace, *steps).map_err(|reason| {
+                    if recorded == settings.variant.as_deref() {
+                        return bad_prefix(reason);
+                    }
+                    let was = recorded
+                        .map_or_else(|| "the correct version".to_string(), |bug| format!("--bug {bug}"));
+                    bad_prefix(format!(
+                        "{reason} (it was recorded with {was}, which does not behave the same there)"
+                    ))
+                })
             }
         }
     }

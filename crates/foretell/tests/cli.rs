@@ -74,7 +74,8 @@ fn an_edited_trace_fails_replay_at_its_step() {
 
 /// `--from FILE:STEPS` starts the search where a saved trace's prefix ends: the new trace still
 /// starts at the initial world, carries the prefix first, and replays. A trace of another
-/// system, or of this one with other parameters, is refused.
+/// system, or of this one with other parameters, is refused; another variant starts from it as
+/// far as it reaches the same worlds.
 #[test]
 fn a_check_starts_from_a_trace_prefix() {
     let dir = scratch("from");
@@ -112,6 +113,15 @@ fn a_check_starts_from_a_trace_prefix() {
         String::from_utf8_lossy(&smaller.stderr).contains("recorded with rms=3, not rms=2"),
         "{smaller:?}"
     );
+    // The fix starts from the bug's prefix as far as the two behave the same: both prepare
+    // RM 1, but only the bug's TM commits then.
+    let fixed = foretell(&["check", "two-phase-commit", "--from", "bug.json:2"], &dir);
+    assert_eq!(fixed.status.code(), Some(0), "{fixed:?}");
+    let fixed = foretell(&["check", "two-phase-commit", "--from", "bug.json:3"], &dir);
+    assert_eq!(fixed.status.code(), Some(2), "{fixed:?}");
+    let error = String::from_utf8_lossy(&fixed.stderr);
+    assert!(error.contains("step 3: fingerprint differs"), "{error}");
+    assert!(error.contains("recorded with --bug early-commit, which does not behave the same"), "{error}");
     let paxos = foretell(&["check", "paxos-tla", "--from", "bug.json"], &dir);
     assert_eq!(paxos.status.code(), Some(2), "{paxos:?}");
     assert!(String::from_utf8_lossy(&paxos.stderr).contains("is a trace of two-phase-commit"), "{paxos:?}");
