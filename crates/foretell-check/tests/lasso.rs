@@ -178,22 +178,22 @@ impl Protocol for Spin {
     }
 }
 
-/// A monitor that is hot until node 1 is done.
-struct Work;
+/// A monitor that is hot until the node's flag is set (the work is done).
+struct Done(NodeId);
 
-impl Monitor<Spin> for Work {
+impl<P: Protocol<State = bool>> Monitor<P> for Done {
     type State = bool;
 
     fn name(&self) -> &str {
-        "work"
+        "done"
     }
 
-    fn init(&self, _: &World<Spin>) -> bool {
+    fn init(&self, _: &World<P>) -> bool {
         false
     }
 
-    fn observe(&self, done: &mut bool, step: &Observation<'_, Spin>) {
-        *done |= *step.after.state(NodeId(1));
+    fn observe(&self, done: &mut bool, step: &Observation<'_, P>) {
+        *done |= *step.after.state(self.0);
     }
 
     fn temperature(&self, done: &bool) -> Temperature {
@@ -206,7 +206,7 @@ impl Monitor<Spin> for Work {
 }
 
 fn spin() -> Model<Spin> {
-    Model::new(Spin).nodes(2).driver(Driver::new().input(NodeId(1), ())).monitor(Work)
+    Model::new(Spin).nodes(2).driver(Driver::new().input(NodeId(1), ())).monitor(Done(NodeId(1)))
 }
 
 #[test]
@@ -370,33 +370,6 @@ impl Protocol for Idler {
     }
 }
 
-/// Hot until node 0 has finished.
-struct Finished;
-
-impl Monitor<Idler> for Finished {
-    type State = bool;
-
-    fn name(&self) -> &str {
-        "finished"
-    }
-
-    fn init(&self, _: &World<Idler>) -> bool {
-        false
-    }
-
-    fn observe(&self, done: &mut bool, step: &Observation<'_, Idler>) {
-        *done |= *step.after.state(NodeId(0));
-    }
-
-    fn temperature(&self, done: &bool) -> Temperature {
-        if *done {
-            Temperature::Cold
-        } else {
-            Temperature::Hot
-        }
-    }
-}
-
 fn idler(finish: bool, flipper: bool) -> Model<Idler> {
     let mut driver = Driver::new();
     if finish {
@@ -405,7 +378,7 @@ fn idler(finish: bool, flipper: bool) -> Model<Idler> {
     if flipper {
         driver = driver.spontaneous(NodeId(1), Cmd::Flip);
     }
-    Model::new(Idler).nodes(2).driver(driver).monitor(Finished)
+    Model::new(Idler).nodes(2).driver(driver).monitor(Done(NodeId(0)))
 }
 
 /// The heartbeat that changes nothing does not schedule node 0: firing it for ever while
