@@ -587,21 +587,21 @@ impl<'e, 's, 'm, P: Protocol> Continuation<'e, 's, 'm, P> {
         }
     }
 
-    /// Refreshes the enabled actions; whether there are any.
-    fn enabled(&mut self) -> bool {
+    /// Refreshes the enabled actions.
+    fn enabled(&mut self) {
         self.exec.enabled(&self.world, &mut self.actions, &mut self.processes);
-        !self.actions.is_empty()
     }
 
-    /// Takes `action` of `process` (with `replay`'s choices, if given); whether it ran without
-    /// a violation and, on replay, made the recorded choices.
+    /// Takes `action` of `process` (with `replay`'s choices, if given): whether it ran without
+    /// a violation and, on replay, made the recorded choices — and was a step, not an idle
+    /// event (`None`: the world is as it was).
     fn take(
         &mut self,
         action: Action,
         process: u32,
         replay: Option<&[usize]>,
         scheduler: &mut Scheduler,
-    ) -> bool {
+    ) -> Option<bool> {
         let mut chooser = StepChooser {
             scheduler,
             process,
@@ -612,11 +612,15 @@ impl<'e, 's, 'm, P: Protocol> Continuation<'e, 's, 'm, P> {
         };
         match self.exec.step(&self.world, &self.monitors, action, &mut chooser) {
             Ok(stepped) if !chooser.diverged => {
+                let here = fingerprint(&self.world, &self.monitors);
+                if stepped.choices.is_empty() && fingerprint(&stepped.world, &stepped.monitors) == here {
+                    return None;
+                }
                 self.world = stepped.world;
                 self.monitors = stepped.monitors;
-                true
+                Some(true)
             }
-            _ => false,
+            _ => Some(false),
         }
     }
 }
@@ -640,7 +644,8 @@ pub(crate) fn cycle_holds<P: Protocol>(
             else {
                 return false;
             };
-            if !run.take(action, *process, Some(choices), scheduler) || !exec.hot(&run.monitors) {
+            if run.take(action, *process, Some(choices), scheduler) != Some(true) || !exec.hot(&run.monitors)
+            {
                 return false;
             }
         }
@@ -648,8 +653,9 @@ pub(crate) fn cycle_holds<P: Protocol>(
     true
 }
 
-/// Continues from `world` under the random tail of `scheduler` for `steps` steps: whether the
-/// monitors cool down (then a temperature report was premature: a false positive).
+/// Continues from `world` under the random tail of `scheduler` for `steps` steps (idle events
+/// drawn again, as in an execution): whether the monitors cool down (then a temperature report
+/// was premature: a false positive).
 pub(crate) fn cools_down<P: Protocol>(
     exec: &Executor<'_, '_, P>,
     world: World<P>,
@@ -662,12 +668,20 @@ pub(crate) fn cools_down<P: Protocol>(
         if !exec.hot(&run.monitors) {
             return true;
         }
-        if !run.enabled() {
-            return false;
-        }
-        let pick = scheduler.next_event(&run.processes);
-        if !run.take(run.actions[pick], run.processes[pick], None, scheduler) {
-            return false;
+        run.enabled();
+        loop {
+            if run.actions.is_empty() {
+                return false;
+            }
+            let pick = scheduler.next_event(&run.processes);
+            match run.take(run.actions[pick], run.processes[pick], None, scheduler) {
+                Some(true) => break,
+                Some(false) => return false,
+                None => {
+                    run.actions.remove(pick);
+                    run.processes.remove(pick);
+                }
+            }
         }
     }
     !exec.hot(&run.monitors)
