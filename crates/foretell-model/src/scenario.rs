@@ -10,7 +10,7 @@
 //! replay under the ordinary simulator.
 
 use crate::simulator::{EventOf, FixedChoices};
-use crate::trace::{check_fingerprint, compact};
+use crate::trace::compact;
 use crate::{json_view, Action, Protocol, Simulator, Trace, World};
 use std::fmt;
 
@@ -61,20 +61,10 @@ impl<P: Protocol> Scenario<P> {
     ) -> Result<Self, String> {
         let mut scenario = Scenario::new(name);
         scenario.init_choices.clone_from(&trace.initial.choices);
-        let mut chooser = FixedChoices::new(&scenario.init_choices);
-        let (mut world, ..) = sim.init_with(&mut chooser, false);
-        chooser.finish().map_err(|r| format!("initial world: {r}"))?;
-        check_fingerprint(0, &trace.initial.fingerprint, world.fingerprint()).map_err(|e| e.to_string())?;
-        for step in trace.steps.iter().take(steps) {
-            let fail = |reason: String| format!("step {}: {reason}", step.step);
-            let (action, event) = sim.recorded_action(&world, &step.event).map_err(fail)?;
-            let mut chooser = FixedChoices::new(&step.choices);
-            world = sim.step(&world, action, &mut chooser, false).world;
-            chooser.finish().map_err(fail)?;
-            check_fingerprint(step.step, &step.fingerprint, world.fingerprint())
-                .map_err(|e| e.to_string())?;
-            scenario.steps.push((event, step.choices.clone()));
-        }
+        let mut events = Vec::new();
+        sim.reexecute(trace, steps, |_, event, _, _| events.extend(event)).map_err(|e| e.to_string())?;
+        let choices = trace.steps.iter().map(|step| step.choices.clone());
+        scenario.steps = events.into_iter().zip(choices).collect();
         Ok(scenario)
     }
 

@@ -440,19 +440,26 @@ impl<'m, P: Protocol> Simulator<'m, P> {
         }
     }
 
-    /// Re-executes `trace` and checks every fingerprint and the verdict.
+    /// Re-executes the first `steps` steps of `trace` (all of them if it has fewer) from its
+    /// initial world: each recorded event found among those enabled where it ran, its handler
+    /// given the recorded choices, every fingerprint checked. `visit` sees the initial world
+    /// (step 0, no event) and the world after each step, with the step's event and violation.
     ///
     /// # Errors
     /// A [`ReplayError`] naming the first step that does not re-execute as recorded.
-    pub fn replay(&self, trace: &Trace) -> Result<Replayed<P>, ReplayError> {
+    pub(crate) fn reexecute(
+        &self,
+        trace: &Trace,
+        steps: usize,
+        mut visit: impl FnMut(usize, Option<EventOf<P>>, &World<P>, Option<StepViolation>),
+    ) -> Result<(), ReplayError> {
         let fail = |step: usize, reason: String| ReplayError { step, reason };
         let mut chooser = FixedChoices::new(&trace.initial.choices);
         let (mut world, _, init_violation, _) = self.init_with(&mut chooser, false);
         chooser.finish().map_err(|r| fail(0, r))?;
         check_fingerprint(0, &trace.initial.fingerprint, world.fingerprint())?;
-        let mut verdict = self.verdict_at(0, init_violation, &world);
-        let mut worlds = vec![world.clone()];
-        for (i, step) in trace.steps.iter().enumerate() {
+        visit(0, None, &world, init_violation);
+        for (i, step) in trace.steps.iter().take(steps).enumerate() {
             let number = i + 1;
             if step.step != number {
                 return Err(fail(number, format!("is numbered {} in the trace", step.step)));
@@ -469,11 +476,24 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             chooser.finish().map_err(|r| fail(number, r))?;
             world = outcome.world;
             check_fingerprint(number, &step.fingerprint, world.fingerprint())?;
+            visit(number, Some(event), &world, outcome.violation);
+        }
+        Ok(())
+    }
+
+    /// Re-executes `trace` and checks every fingerprint and the verdict.
+    ///
+    /// # Errors
+    /// A [`ReplayError`] naming the first step that does not re-execute as recorded.
+    pub fn replay(&self, trace: &Trace) -> Result<Replayed<P>, ReplayError> {
+        let mut verdict = None;
+        let mut worlds = Vec::with_capacity(trace.steps.len() + 1);
+        self.reexecute(trace, trace.steps.len(), |number, _, world, violation| {
             if verdict.is_none() {
-                verdict = self.verdict_at(number, outcome.violation, &world);
+                verdict = self.verdict_at(number, violation, world);
             }
             worlds.push(world.clone());
-        }
+        })?;
         // A liveness, divergence or nondeterminism verdict is a search's conclusion, not
         // something one path re-executes into: replay checks its path.
         let decidable = |v: &&TraceVerdict| {
@@ -494,14 +514,14 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                     "the trace says {:?} is violated at step {}, the replay gives {got}",
                     expected.property, expected.step
                 );
-                return Err(fail(trace.steps.len() + 1, reason));
+                return Err(ReplayError { step: trace.steps.len() + 1, reason });
             }
         }
         Ok(Replayed { worlds, verdict })
     }
 }
 
-pub(crate) fn check_fingerprint(step: usize, recorded: &str, actual: Fingerprint) -> Result<(), ReplayError> {
+fn check_fingerprint(step: usize, recorded: &str, actual: Fingerprint) -> Result<(), ReplayError> {
     let Some(expected) = Fingerprint::from_hex(recorded) else {
         return Err(ReplayError {
             step,
