@@ -8,7 +8,7 @@
 //! A lasso found in a partly explored graph is still real (its edges are real steps and every
 //! world's enabled set is known); only its absence is then inconclusive.
 
-use super::execution::{environment, fingerprint, Executor, Sites, Steps};
+use super::execution::{environment, fingerprint, is_idle, Executor, Sites, Steps};
 use super::fair_cycle::{find_fair_lasso, ChoiceLabel, Edge, FairCycleStats, Graph};
 use foretell_model::{Action, ChoiceOdometer, Chooser, MonitorState, Protocol, StepViolation, World};
 use rustc_hash::FxHashMap;
@@ -176,7 +176,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
             // edge, and it does not make its process enabled here.
             let here = fingerprint(&world, &monitors);
             stepped.retain(|(_, choices, _, result)| {
-                !(choices.is_empty() && result.as_ref().is_ok_and(|(w, m)| fingerprint(w, m) == here))
+                !result.as_ref().is_ok_and(|(w, m)| is_idle(here, choices, w, m))
             });
             let mut enabled = 0u64;
             for (action, ..) in &stepped {

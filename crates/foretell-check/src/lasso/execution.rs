@@ -87,6 +87,17 @@ pub(crate) fn fingerprint<P: Protocol>(world: &World<P>, monitors: &[MonitorStat
     })
 }
 
+/// Whether a step from the world whose [`fingerprint`] is `here` that made `choices` and
+/// reached `world` with `monitors` was an idle event: no change, no choice — no step.
+pub(crate) fn is_idle<P: Protocol>(
+    here: u128,
+    choices: &[usize],
+    world: &World<P>,
+    monitors: &[MonitorState],
+) -> bool {
+    choices.is_empty() && fingerprint(world, monitors) == here
+}
+
 /// Process number of the environment (faults), after the nodes.
 pub(crate) fn environment(model_nodes: usize) -> u32 {
     model_nodes as u32
@@ -416,10 +427,8 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
                 return Err(StepError::Violation(violation));
             }
         };
-        let idle = replay.is_none()
-            && choices.is_empty()
-            && fingerprint(&world, &monitors) == fingerprint(&self.current.world, &self.current.monitors);
-        if idle {
+        let here = fingerprint(&self.current.world, &self.current.monitors);
+        if replay.is_none() && is_idle(here, &choices, &world, &monitors) {
             return Err(StepError::Idle);
         }
         let diverged = chooser.diverged || replay.is_some_and(|values| values.len() != choices.len());
@@ -504,7 +513,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             self.actions.iter().zip(&self.processes).filter(|&(_, &p)| p == process).all(|(&action, _)| {
                 let mut chooser = foretell_model::ChoiceOdometer::new();
                 exec.step(&self.current.world, &self.current.monitors, action, &mut chooser)
-                    .is_ok_and(|s| s.choices.is_empty() && fingerprint(&s.world, &s.monitors) == here)
+                    .is_ok_and(|s| is_idle(here, &s.choices, &s.world, &s.monitors))
             });
         self.idle.insert((here, process), idle);
         idle
@@ -613,7 +622,7 @@ impl<'e, 's, 'm, P: Protocol> Continuation<'e, 's, 'm, P> {
         match self.exec.step(&self.world, &self.monitors, action, &mut chooser) {
             Ok(stepped) if !chooser.diverged => {
                 let here = fingerprint(&self.world, &self.monitors);
-                if stepped.choices.is_empty() && fingerprint(&stepped.world, &stepped.monitors) == here {
+                if is_idle(here, &stepped.choices, &stepped.world, &stepped.monitors) {
                     return None;
                 }
                 self.world = stepped.world;
