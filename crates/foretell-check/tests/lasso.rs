@@ -421,3 +421,73 @@ fn a_livelock_beside_a_node_with_only_idle_events_is_a_fair_lasso() {
         assert!(trace.steps[stem..stem + cycle].iter().all(|s| s.node == NodeId(1)), "{method}");
     }
 }
+
+/// Node 0's heartbeat flips its phase at every firing (a real step, unlike [`Idler`]'s) while
+/// its one-shot `Finish` input waits. With `finish_works`, `Finish` ends the work; without, it
+/// only pings node 1, and the work never ends.
+struct Beating {
+    finish_works: bool,
+}
+
+impl Protocol for Beating {
+    type State = bool;
+    type Msg = ();
+    type Timer = bool;
+    type Input = ();
+
+    fn init(&self, me: NodeId, out: &mut Out<'_, Self>) -> bool {
+        if me == NodeId(0) {
+            out.set_timer(false, 1);
+        }
+        false
+    }
+
+    fn on_message(&self, _: NodeId, _: &mut bool, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+
+    fn on_timer(&self, _: NodeId, _: &mut bool, phase: &bool, out: &mut Out<'_, Self>) {
+        out.set_timer(!*phase, 1);
+    }
+
+    fn on_input(&self, _: NodeId, done: &mut bool, _: &(), out: &mut Out<'_, Self>) {
+        if self.finish_works {
+            *done = true;
+        } else {
+            out.send(NodeId(1), ());
+        }
+    }
+}
+
+fn beating(finish_works: bool) -> Model<Beating> {
+    Model::new(Beating { finish_works })
+        .nodes(2)
+        .driver(Driver::new().input(NodeId(0), ()))
+        .monitor(Done(NodeId(0)))
+}
+
+/// Fairness is owed to each of a node's event sources, not to the node: the heartbeat firing
+/// for ever takes node 0 at every step, but its `Finish` input, enabled all along, is never
+/// taken, so the cycle is unfair (with fairness per node it was reported as a lasso).
+#[test]
+fn a_node_taking_one_event_for_ever_while_another_waits_is_not_fair() {
+    let model = beating(true);
+    for method in [LassoMethod::Caching, LassoMethod::Exact] {
+        for scheduler in [SchedulerKind::Random, SchedulerKind::Pct { depth: 1 }, SchedulerKind::Dfs] {
+            let options = LassoOptions { schedulers: Schedulers::One(scheduler), ..options(method) };
+            let report = run(&model, options);
+            assert!(report.finding.is_none(), "{method} {scheduler}");
+        }
+    }
+}
+
+/// Once `Finish` has been taken (and did not finish), the heartbeat alone is a fair cycle.
+#[test]
+fn a_heartbeat_after_a_useless_finish_is_a_fair_lasso() {
+    let model = beating(false);
+    for method in [LassoMethod::Caching, LassoMethod::Exact] {
+        let report = run(&model, options(method));
+        let (stem, cycle) = assert_lasso(&model, &report);
+        let steps = &report.finding.as_ref().unwrap().trace.steps;
+        assert!(steps[..stem].iter().any(|s| s.node == NodeId(0) && s.event["kind"] == "input"), "{method}");
+        assert!(steps[stem..stem + cycle].iter().all(|s| s.event["kind"] == "timer"), "{method}");
+    }
+}

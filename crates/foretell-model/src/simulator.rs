@@ -17,8 +17,8 @@ use crate::scenario::Resolved;
 use crate::step_memo::{self, EventKey, Outcome, Ran, StepMemo};
 use crate::world::{rest_term, FaultsUsed, NodeSlot};
 use crate::{
-    catch_panic, Action, Delta, Envelope, Event, Fingerprint, Model, ModelError, NetworkKind, NodeId, Out,
-    PropertyKind, Protocol, World,
+    catch_panic, Action, Delta, Envelope, Event, Fingerprint, FingerprintHasher, Model, ModelError,
+    NetworkKind, NodeId, Out, PropertyKind, Protocol, World,
 };
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
@@ -722,6 +722,56 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 let (node, peer) = world.network.connections()[i as usize];
                 Event::SocketError { node, peer }
             }
+        }
+    }
+
+    /// The *shape* of `action`'s event in `world`: its kind, node and peer, and the enum
+    /// variant of its message, or its timer or input — the event without a message's payload.
+    /// Engines that match events across worlds whose payloads differ (the lasso engine's replay,
+    /// and the event sources it owes fairness to) compare shapes. Nothing is cloned; shapes
+    /// compare within one process, not across runs.
+    pub fn event_shape(&self, world: &World<P>, action: Action) -> u64 {
+        fn tag(kind: u8, node: NodeId, peer: NodeId, detail: u64) -> u64 {
+            let mut bytes = [0u8; 17];
+            bytes[0] = kind;
+            bytes[1..5].copy_from_slice(&node.0.to_le_bytes());
+            bytes[5..9].copy_from_slice(&peer.0.to_le_bytes());
+            bytes[9..].copy_from_slice(&detail.to_le_bytes());
+            xxhash_rust::xxh3::xxh3_64(&bytes)
+        }
+        let message = |kind: u8, i: u32| {
+            let e = &world.network.messages()[i as usize];
+            let mut variant = xxhash_rust::xxh3::Xxh3::new();
+            std::hash::Hash::hash(&std::mem::discriminant(&e.msg), &mut variant);
+            tag(kind, e.from, e.to, std::hash::Hasher::finish(&variant))
+        };
+        let none = NodeId(0);
+        let driver = self.model.input_driver();
+        match action {
+            Action::Deliver(i) => message(0, i),
+            Action::Drop(i) => message(1, i),
+            Action::Duplicate(i) => message(2, i),
+            Action::TransportError(i) => {
+                let (node, peer) = world.network.errors()[i as usize];
+                tag(3, node, peer, 0)
+            }
+            Action::SocketError(i) => {
+                let (node, peer) = world.network.connections()[i as usize];
+                tag(4, node, peer, 0)
+            }
+            Action::Timer(node, t) => {
+                let timer = &world.nodes[node.index()].timers[t as usize];
+                tag(5, node, none, FingerprintHasher::hash(timer) as u64)
+            }
+            Action::Input(i) => {
+                let (node, input) = &driver.once[i as usize];
+                tag(6, *node, none, FingerprintHasher::hash(input) as u64)
+            }
+            Action::Spontaneous(i) => {
+                let (node, input) = &driver.spontaneous[i as usize];
+                tag(7, *node, none, FingerprintHasher::hash(input) as u64)
+            }
+            Action::Reset(node) => tag(8, node, none, 0),
         }
     }
 

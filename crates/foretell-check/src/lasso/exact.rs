@@ -1,12 +1,14 @@
 //! Exact fair cycles: a stateful breadth-first exploration that keeps the whole state graph —
 //! worlds paired with their monitors' states — and then searches it for a strongly connected
-//! component of hot worlds in which every process enabled is scheduled and every choice site
-//! takes each of its values ([`super::fair_cycle`]). What TLC does with tableaux and SPIN with
-//! nested depth-first search, on the implementation-level model; it complements P#'s sampling
-//! methods (FMCAD'17, section VII) wherever the graph is finite and fits in memory.
+//! component of hot worlds in which every event source enabled is taken (a source as in
+//! [`super::execution`]) and every choice site takes each of its values
+//! ([`super::fair_cycle`]). What TLC does with tableaux and SPIN with nested depth-first search,
+//! on the implementation-level model; it complements P#'s sampling methods (FMCAD'17, section
+//! VII) wherever the graph is finite and fits in memory.
 //!
-//! A lasso found in a partly explored graph is still real (its edges are real steps and every
-//! world's enabled set is known); only its absence is then inconclusive.
+//! A lasso found in a partly explored graph is still real: its edges are real steps, and a world
+//! whose steps the bound on worlds cut short is left out of every cycle, since what is enabled
+//! there is not all known. Only a lasso's absence is then inconclusive.
 
 use super::execution::{environment, fingerprint, is_idle, Executor, Sites, Steps};
 use super::fair_cycle::{find_fair_lasso, ChoiceLabel, Edge, FairCycleStats, Graph};
@@ -103,18 +105,15 @@ impl<P: Protocol> Executor<'_, '_, P> {
 
     /// Explores up to `max_worlds` worlds and searches the graph for a fair hot lasso.
     pub(crate) fn explore_exact(&self, max_worlds: usize, stop: &dyn Fn() -> bool) -> Explored {
-        let env = environment(self.model.node_count());
         let mut sites = Sites::default();
+        // Sources (event shapes) as small numbers for the graph, and back.
+        let mut source_ids: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut shapes: Vec<u64> = Vec::new();
         let mut ids: FxHashMap<u128, u32> = FxHashMap::default();
         // Each vertex's fingerprint, to find its steps again when a path is rebuilt.
         let mut fingerprints: Vec<u128> = vec![0];
-        let mut graph = Graph {
-            hot: vec![false],
-            enabled: vec![0],
-            offsets: vec![0],
-            edges: Vec::new(),
-            choice_sets: vec![Vec::new()],
-        };
+        let mut graph =
+            Graph { hot: vec![false], offsets: vec![0], edges: Vec::new(), choice_sets: vec![Vec::new()] };
         let mut choice_set_ids: FxHashMap<Vec<ChoiceLabel>, u32> = FxHashMap::default();
         // The parent edge of each vertex, for paths to dead ends and violations.
         let mut parent: Vec<u32> = vec![u32::MAX];
@@ -138,7 +137,6 @@ impl<P: Protocol> Executor<'_, '_, P> {
             ids.insert(fp, id);
             fingerprints.push(fp);
             graph.hot.push(self.hot(&monitors));
-            graph.enabled.push(0);
             parent.push(via);
             queue.push_back((world, monitors));
             Some(id)
@@ -153,7 +151,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
             let edge = graph.edges.len() as u32;
             match discover(&mut graph, &mut parent, &mut queue, world, monitors, edge) {
                 Some(id) => {
-                    graph.edges.push(Edge { target: id, process: env, choice_set: 0 });
+                    graph.edges.push(Edge { target: id, source: Edge::UNOWED, choice_set: 0 });
                     init_choices.entry(id).or_insert(choices);
                 }
                 None => complete = false,
@@ -173,24 +171,21 @@ impl<P: Protocol> Executor<'_, '_, P> {
             let mut stepped = Vec::new();
             self.each_step(&world, &monitors, &mut sites, |step| stepped.push(step));
             // A step that changes nothing and chooses nothing is no step (an idle event): no
-            // edge, and it does not make its process enabled here.
+            // edge, and it does not make its source enabled here.
             let here = fingerprint(&world, &monitors);
             stepped.retain(|(_, choices, _, result)| {
                 !result.as_ref().is_ok_and(|(w, m)| is_idle(here, choices, w, m))
             });
-            let mut enabled = 0u64;
-            for (action, ..) in &stepped {
-                let process = self.sim.process_of(&world, *action).map_or(env, |n| n.0);
-                if process != env {
-                    enabled |= 1 << process;
-                }
-            }
-            graph.enabled[vertex as usize] = enabled;
             if stepped.is_empty() && graph.hot[vertex as usize] && dead_end.is_none() {
                 dead_end = Some(vertex);
             }
             for (action, choices, labels, result) in stepped {
-                let process = self.sim.process_of(&world, action).map_or(env, |n| n.0);
+                let source = self.source(&world, action).map_or(Edge::UNOWED, |shape| {
+                    *source_ids.entry(shape).or_insert_with(|| {
+                        shapes.push(shape);
+                        shapes.len() as u32 - 1
+                    })
+                });
                 let (next, next_monitors) = match result {
                     Ok(next) => next,
                     Err(v) => {
@@ -203,6 +198,8 @@ impl<P: Protocol> Executor<'_, '_, P> {
                 let edge = graph.edges.len() as u32;
                 let Some(target) = discover(&mut graph, &mut parent, &mut queue, next, next_monitors, edge)
                 else {
+                    // What this world enables is not all in the graph: it can be on no cycle.
+                    graph.hot[vertex as usize] = false;
                     complete = false;
                     continue;
                 };
@@ -215,7 +212,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
                         next_id
                     })
                 };
-                graph.edges.push(Edge { target, process, choice_set });
+                graph.edges.push(Edge { target, source, choice_set });
             }
             graph.offsets.push(graph.edges.len() as u32);
         }
@@ -239,7 +236,8 @@ impl<P: Protocol> Executor<'_, '_, P> {
             path.reverse();
             path
         };
-        let rebuild = |edges_taken: &[u32]| self.rebuild(&graph, &fingerprints, &init_choices, edges_taken);
+        let rebuild =
+            |edges_taken: &[u32]| self.rebuild(&graph, &fingerprints, &shapes, &init_choices, edges_taken);
         let found = if let Some((vertex, action, choices, v)) = violation {
             let (init, mut steps) = rebuild(&path_to(vertex));
             steps.push((action, choices));
@@ -265,11 +263,13 @@ impl<P: Protocol> Executor<'_, '_, P> {
     }
 
     /// The initial choices and the steps along `edges_taken` (a path from the root), found
-    /// by re-executing each step of each world and matching the target's fingerprint.
+    /// by re-executing each step of each world and matching the target's fingerprint and the
+    /// edge's source (by its index into `shapes`).
     fn rebuild(
         &self,
         graph: &Graph,
         fingerprints: &[u128],
+        shapes: &[u64],
         init_choices: &FxHashMap<u32, Vec<usize>>,
         edges_taken: &[u32],
     ) -> (Vec<usize>, Steps) {
@@ -286,10 +286,12 @@ impl<P: Protocol> Executor<'_, '_, P> {
         let mut steps = Vec::new();
         let mut sites = Sites::default();
         for &edge in &edges_taken[1..] {
-            let target = fingerprints[graph.edges[edge as usize].target as usize];
+            let Edge { target, source, .. } = graph.edges[edge as usize];
+            let target = fingerprints[target as usize];
+            let source = (source != Edge::UNOWED).then(|| shapes[source as usize]);
             let mut next = None;
             self.each_step(&world, &monitors, &mut sites, |(action, choices, _, result)| {
-                if next.is_none() {
+                if next.is_none() && self.source(&world, action) == source {
                     if let Ok((w, m)) = result {
                         if fingerprint(&w, &m) == target {
                             next = Some((action, choices, w, m));

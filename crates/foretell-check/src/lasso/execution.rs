@@ -2,35 +2,40 @@
 //! `EXECPROGRAM` with `CHECKTEMP`, `CHECKLASSO` and `REPLAYCYCLE` (FMCAD'17 "Lasso Detection
 //! using Partial-State Caching", section III, Algorithms 1 to 4).
 //!
-//! Each step appends a trace event — the scheduled process, the processes enabled in the
-//! source world, whether it was hot, and its partial hash (the model's [`PartialHash`] with the
-//! monitors' states) — plus the choice sites its handler used. The temperature method reports
-//! `TT` consecutive hot worlds. The caching method looks up each new world's hash among the
-//! trace's earlier ones; a repeat proposes the segment since as a cycle, which is considered
-//! only if it is hot and fair — every process enabled in it is scheduled in it, and every
-//! choice site used in it takes each of its values — and is then *replayed* `RT` times: the
-//! cycle's processes are scheduled again (each with an event of the same shape, its handler
-//! given the same choices), and every world must match the cycle's enabled set, stay hot and
-//! hash the same. A replay that fails is a discarded cycle (the paper's `D`); the execution goes
-//! on from where the replay stopped, as the paper's does. Candidates are tried most recent first
-//! (the shortest cycle first) where the paper tries them in random order.
+//! Each step appends a trace event — the scheduled process, the event's shape, the sources
+//! enabled in the source world, whether it was hot, and its partial hash (the model's
+//! [`PartialHash`] with the monitors' states) — plus the choice sites its handler used. The
+//! temperature method reports `TT` consecutive hot worlds. The caching method looks up each new
+//! world's hash among the trace's earlier ones; a repeat proposes the segment since as a cycle,
+//! which is considered only if it is hot and fair — every source enabled in it is taken in it,
+//! and every choice site used in it takes each of its values — and is then *replayed* `RT`
+//! times: the cycle's processes are scheduled again (each with an event of the same shape, its
+//! handler given the same choices), and every world must match the cycle's enabled sources, stay
+//! hot and hash the same. A replay that fails is a discarded cycle (the paper's `D`); the
+//! execution goes on from where the replay stopped, as the paper's does. Candidates are tried
+//! most recent first (the shortest cycle first) where the paper tries them in random order.
+//!
+//! Fairness is owed to event *sources*, not to whole processes as in the paper: a source is an
+//! event's shape (its node, and its timer, its input, or the peer and kind of its message), so
+//! a node that takes one of its timers for ever while a message to it waits is not fairly
+//! scheduled. P# owes fairness to machines because a machine takes its inbox in order; a node
+//! here chooses among its events, as an unordered network lets it. Faults are owed nothing.
 //!
 //! Both methods also report an execution that stops, with nothing enabled, in a hot world.
 //!
 //! Only steps that change something are steps. An event whose handler leaves the world and the
 //! monitors as they were without choosing (one it declares not enabled, or a timer that only
 //! re-arms itself) is no step: the scheduler picks again among the rest, and a world that no
-//! event changes is where the execution stops. Such an event does not schedule its process —
-//! otherwise a node firing an idle timer forever would look fairly scheduled while its pending
-//! input starves. A process enabled in a candidate cycle but never scheduled in it leaves the
-//! cycle fair only if none of its events changes any world of the cycle (its only events are
-//! idle ones, as a node's that waits on a heartbeat): the replay's first pass tries them.
+//! event changes is where the execution stops. Such an event does not take its source. A source
+//! enabled in a candidate cycle but never taken in it leaves the cycle fair only if none of its
+//! events changes any world of the cycle (its only events are idle ones, as a heartbeat timer's
+//! that only re-arms itself): the replay's first pass tries them.
 
 use super::scheduler::Scheduler;
 use super::LassoOptions;
 use foretell_model::{
-    message_kind, Action, Chooser, EventOf, FingerprintHasher, Model, MonitorState, Observation, PartialHash,
-    Protocol, Simulator, StepViolation, Temperature, World,
+    Action, Chooser, FingerprintHasher, Model, MonitorState, Observation, PartialHash, Protocol, Simulator,
+    StepViolation, Temperature, World,
 };
 use rustc_hash::FxHashMap;
 use std::panic::Location;
@@ -107,13 +112,39 @@ pub(crate) fn environment(model_nodes: usize) -> u32 {
 struct TraceEvent {
     process: u32,
     /// The shape of the event (its kind, node, peer, and message kind or timer), which the
-    /// replay matches instead of its exact payload.
+    /// replay matches instead of its exact payload; for a node's event, also its source.
     shape: u64,
     choices: Vec<usize>,
     /// Choice sites used, as (site, value, arity).
     sites: Vec<(u32, u32, u32)>,
-    enabled: u64,
+    /// The sources enabled in the world the step left, by [`EnabledSets`] id.
+    enabled: u32,
     hash: u64,
+}
+
+/// Sets of enabled sources, each stored once per execution: consecutive worlds mostly enable
+/// the same sources, and the replay compares sets by id.
+#[derive(Default)]
+struct EnabledSets {
+    sets: Vec<Vec<u64>>,
+    ids: FxHashMap<Vec<u64>, u32>,
+}
+
+impl EnabledSets {
+    /// The id of `set` (sorted, without duplicates).
+    fn id(&mut self, set: &[u64]) -> u32 {
+        if let Some(&id) = self.ids.get(set) {
+            return id;
+        }
+        let id = self.sets.len() as u32;
+        self.sets.push(set.to_vec());
+        self.ids.insert(set.to_vec(), id);
+        id
+    }
+
+    fn get(&self, id: u32) -> &[u64] {
+        &self.sets[id as usize]
+    }
 }
 
 /// Interns choice sites as small numbers. A site is the source location of a `choose` call
@@ -166,8 +197,6 @@ pub(crate) struct Stepped<P: Protocol> {
     pub(crate) world: World<P>,
     pub(crate) monitors: Vec<MonitorState>,
     pub(crate) choices: Vec<usize>,
-    /// The event.
-    pub(crate) event: EventOf<P>,
 }
 
 /// A world with what the engine knows of it.
@@ -203,26 +232,41 @@ impl<P: Protocol> Executor<'_, '_, P> {
         Current { world, monitors, hot, hash }
     }
 
-    /// The enabled actions of `world` with their processes, and the enabled-process set
-    /// (faults are not owed fairness, so the environment is never in it).
-    pub(crate) fn enabled(
-        &self,
-        world: &World<P>,
-        actions: &mut Vec<Action>,
-        processes: &mut Vec<u32>,
-    ) -> u64 {
+    /// The enabled actions of `world` with their processes.
+    pub(crate) fn enabled(&self, world: &World<P>, actions: &mut Vec<Action>, processes: &mut Vec<u32>) {
         self.sim.actions(world, actions);
         processes.clear();
         let env = environment(self.model.node_count());
-        let mut mask = 0u64;
-        for &action in actions.iter() {
-            let process = self.sim.process_of(world, action).map_or(env, |node| node.0);
-            if process != env {
-                mask |= 1 << process;
-            }
-            processes.push(process);
-        }
-        mask
+        processes
+            .extend(actions.iter().map(|&action| self.sim.process_of(world, action).map_or(env, |n| n.0)));
+    }
+
+    /// The sources owed fairness among `actions` of `world` (with their `processes`), into
+    /// `sources`, sorted and without duplicates: every shape but the environment's.
+    fn enabled_sources(
+        &self,
+        world: &World<P>,
+        actions: &[Action],
+        processes: &[u32],
+        sources: &mut Vec<u64>,
+    ) {
+        let env = environment(self.model.node_count());
+        sources.clear();
+        sources.extend(
+            actions
+                .iter()
+                .zip(processes)
+                .filter(|&(_, &process)| process != env)
+                .map(|(&action, _)| self.sim.event_shape(world, action)),
+        );
+        sources.sort_unstable();
+        sources.dedup();
+    }
+
+    /// The source `action` takes in `world`: its shape, or `None` for a fault, which is owed no
+    /// fairness.
+    pub(crate) fn source(&self, world: &World<P>, action: Action) -> Option<u64> {
+        self.sim.process_of(world, action).map(|_| self.sim.event_shape(world, action))
     }
 
     /// Runs `action` with `chooser` and observes it: the next world and monitors, or the
@@ -248,26 +292,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
         for (monitor, state) in self.monitors.iter().zip(&mut next) {
             monitor.observe(state, &observation);
         }
-        Ok(Stepped { world: outcome.world, monitors: next, choices: outcome.choices, event: record.event })
-    }
-
-    /// The shape of `event`: its kind, node, peer, and message kind or timer — what a
-    /// replayed step must match instead of its exact payload.
-    fn shape(event: &EventOf<P>) -> u64 {
-        use foretell_model::Event;
-        let tag =
-            |kind: u64, a: u32, b: u32, c: u64| -> u64 { FingerprintHasher::hash(&(kind, a, b, c)) as u64 };
-        match event {
-            Event::Deliver { from, to, msg } => tag(0, from.0, to.0, message_kind(msg)),
-            Event::Drop { from, to, msg } => tag(1, from.0, to.0, message_kind(msg)),
-            Event::Duplicate { from, to, msg } => tag(2, from.0, to.0, message_kind(msg)),
-            Event::TransportError { node, peer } => tag(3, node.0, peer.0, 0),
-            Event::SocketError { node, peer } => tag(4, node.0, peer.0, 0),
-            Event::Timer { node, timer } => tag(5, node.0, 0, FingerprintHasher::hash(timer) as u64),
-            Event::Input { node, input } => tag(6, node.0, 0, FingerprintHasher::hash(input) as u64),
-            Event::Spontaneous { node, input } => tag(7, node.0, 0, FingerprintHasher::hash(input) as u64),
-            Event::Reset { node } => tag(8, node.0, 0, 0),
-        }
+        Ok(Stepped { world: outcome.world, monitors: next, choices: outcome.choices })
     }
 
     /// The action of `process` among `actions` (with their `processes`) whose event in `world`
@@ -281,7 +306,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
         shape: u64,
     ) -> Option<Action> {
         actions.iter().zip(processes).find_map(|(&action, &p)| {
-            (p == process && Self::shape(&self.sim.event(world, action)) == shape).then_some(action)
+            (p == process && self.sim.event_shape(world, action) == shape).then_some(action)
         })
     }
 
@@ -305,6 +330,8 @@ impl<P: Protocol> Executor<'_, '_, P> {
             discarded: 0,
             actions: Vec::new(),
             processes: Vec::new(),
+            enabled_sets: EnabledSets::default(),
+            sources: Vec::new(),
             idle: FxHashMap::default(),
         };
         let found = run.go(scheduler, sites);
@@ -342,8 +369,11 @@ struct Run<'e, 's, 'm, P: Protocol> {
     discarded: u64,
     actions: Vec<Action>,
     processes: Vec<u32>,
-    /// Whether a process has only idle events in a world (by [`fingerprint`]), as tried.
-    idle: FxHashMap<(u128, u32), bool>,
+    enabled_sets: EnabledSets,
+    /// The sources of the world last listed, as [`Executor::enabled_sources`] leaves them.
+    sources: Vec<u64>,
+    /// Whether a source has only idle events in a world (by [`fingerprint`]), as tried.
+    idle: FxHashMap<(u128, u64), bool>,
 }
 
 /// Why a step could not be taken as asked.
@@ -396,16 +426,26 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         (self.actions.is_empty() && self.current.hot).then_some(Found::EndsHot)
     }
 
-    fn enabled(&mut self) -> u64 {
-        self.exec.enabled(&self.current.world, &mut self.actions, &mut self.processes)
+    /// Refreshes the enabled actions: the id of the set of sources they enable.
+    fn enabled(&mut self) -> u32 {
+        let world = &self.current.world;
+        self.exec.enabled(world, &mut self.actions, &mut self.processes);
+        // Only the caching method's fairness check and replay read the sources.
+        match self.exec.method {
+            Method::Caching => {
+                self.exec.enabled_sources(world, &self.actions, &self.processes, &mut self.sources)
+            }
+            Method::Temperature => self.sources.clear(),
+        }
+        self.enabled_sets.id(&self.sources)
     }
 
-    /// Takes `action` (whose world's enabled set is `enabled`), recording its trace event;
-    /// `replay` gives the choices a replayed step must make.
+    /// Takes `action` (whose world's enabled sources are the set `enabled`), recording its
+    /// trace event; `replay` gives the choices a replayed step must make.
     fn take(
         &mut self,
         action: Action,
-        enabled: u64,
+        enabled: u32,
         replay: Option<&[usize]>,
         scheduler: &mut Scheduler,
         sites: &mut Sites,
@@ -419,7 +459,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             StepChooser { scheduler, process, sites, replay, diverged: false, used: Vec::new() };
         let stepped = self.exec.step(&self.current.world, &self.current.monitors, action, &mut chooser);
         self.executed += 1;
-        let Stepped { world, monitors, choices, event } = match stepped {
+        let Stepped { world, monitors, choices } = match stepped {
             Ok(stepped) => stepped,
             Err(violation) => {
                 // The violating step ends the trace.
@@ -433,7 +473,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         }
         let diverged = chooser.diverged || replay.is_some_and(|values| values.len() != choices.len());
         let used = chooser.used;
-        let shape = Executor::<P>::shape(&event);
+        let shape = self.exec.sim.event_shape(&self.current.world, action);
         let position = self.trace.len();
         if !self.current.hot {
             self.last_cold = Some(position);
@@ -459,35 +499,35 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
     /// Algorithm 3: a hash repeat that closes a hot, fair segment is replayed.
     fn check_lasso(&mut self, scheduler: &mut Scheduler, sites: &mut Sites) -> Option<Found> {
         let candidates = self.seen.get(&self.current.hash)?;
-        // The most recent candidate that schedules every process it enables, else the most
-        // recent whose unscheduled processes may prove idle.
+        // The most recent candidate that takes every source it enables, else the most recent
+        // whose untaken sources may prove idle.
         let mut fallback = None;
         for &i in candidates.iter().rev() {
             match self.hot_and_fair(i as usize) {
-                Some(0) => return self.replay_cycle(i as usize, 0, scheduler, sites),
-                Some(unscheduled) => fallback = fallback.or(Some((i as usize, unscheduled))),
+                Some(untaken) if untaken.is_empty() => {
+                    return self.replay_cycle(i as usize, &[], scheduler, sites)
+                }
+                Some(untaken) => fallback = fallback.or(Some((i as usize, untaken))),
                 None => {}
             }
         }
-        let (start, unscheduled) = fallback?;
-        self.replay_cycle(start, unscheduled, scheduler, sites)
+        let (start, untaken) = fallback?;
+        self.replay_cycle(start, &untaken, scheduler, sites)
     }
 
-    /// Whether the trace segment from `start` is hot and its choices fair: the processes
-    /// enabled in it but not scheduled, which the replay must find only idle events for.
-    fn hot_and_fair(&self, start: usize) -> Option<u64> {
+    /// Whether the trace segment from `start` is hot and its choices fair: the sources enabled
+    /// in it but not taken (sorted), which the replay must find only idle events for.
+    fn hot_and_fair(&self, start: usize) -> Option<Vec<u64>> {
         if self.last_cold.is_some_and(|cold| cold >= start) {
             return None;
         }
         let segment = &self.trace[start..];
-        let mut enabled = 0u64;
-        let mut scheduled = 0u64;
+        let mut enabled_ids: Vec<u32> = Vec::new();
+        let mut taken: Vec<u64> = Vec::new();
         let mut values: FxHashMap<u32, (u64, u32)> = FxHashMap::default();
         for event in segment {
-            enabled |= event.enabled;
-            if event.process < 64 {
-                scheduled |= 1 << event.process;
-            }
+            enabled_ids.push(event.enabled);
+            taken.push(event.shape);
             for &(site, value, arity) in &event.sites {
                 let entry = values.entry(site).or_insert((0, arity));
                 if value < 64 {
@@ -497,39 +537,53 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         }
         // Every value of every site with at most 64 values: larger sites (a random integer)
         // cannot be expected to take all of them.
-        let choices_fair = values.values().all(|&(seen, arity)| arity > 64 || seen.count_ones() == arity);
-        choices_fair.then_some(enabled & !scheduled)
+        if !values.values().all(|&(seen, arity)| arity > 64 || seen.count_ones() == arity) {
+            return None;
+        }
+        enabled_ids.sort_unstable();
+        enabled_ids.dedup();
+        taken.sort_unstable();
+        let mut untaken: Vec<u64> = enabled_ids
+            .iter()
+            .flat_map(|&id| self.enabled_sets.get(id))
+            .copied()
+            .filter(|source| taken.binary_search(source).is_err())
+            .collect();
+        untaken.sort_unstable();
+        untaken.dedup();
+        Some(untaken)
     }
 
-    /// Whether every event of `process` in the current world is idle: it changes nothing and
+    /// Whether every event of `source` in the current world is idle: it changes nothing and
     /// chooses nothing. Tried on copies, once per world.
-    fn only_idle(&mut self, process: u32) -> bool {
+    fn only_idle(&mut self, source: u64) -> bool {
         let here = fingerprint(&self.current.world, &self.current.monitors);
-        if let Some(&idle) = self.idle.get(&(here, process)) {
+        if let Some(&idle) = self.idle.get(&(here, source)) {
             return idle;
         }
-        let exec = self.exec;
-        let idle =
-            self.actions.iter().zip(&self.processes).filter(|&(_, &p)| p == process).all(|(&action, _)| {
+        let (exec, world, monitors) = (self.exec, &self.current.world, &self.current.monitors);
+        let idle = self.actions.iter().filter(|&&action| exec.source(world, action) == Some(source)).all(
+            |&action| {
                 let mut chooser = foretell_model::ChoiceOdometer::new();
-                exec.step(&self.current.world, &self.current.monitors, action, &mut chooser)
+                exec.step(world, monitors, action, &mut chooser)
                     .is_ok_and(|s| is_idle(here, &s.choices, &s.world, &s.monitors))
-            });
-        self.idle.insert((here, process), idle);
+            },
+        );
+        self.idle.insert((here, source), idle);
         idle
     }
 
     /// Algorithm 4: replays the cycle `trace[start..]` `RT` times. The first pass also checks
-    /// that the `unscheduled` processes have only idle events wherever they are enabled; one
+    /// that the `untaken` sources (sorted) have only idle events wherever they are enabled; one
     /// that has another leaves the cycle unfair (not a discarded replay).
     fn replay_cycle(
         &mut self,
         start: usize,
-        unscheduled: u64,
+        untaken: &[u64],
         scheduler: &mut Scheduler,
         sites: &mut Sites,
     ) -> Option<Found> {
-        let cycle: Vec<(u32, u64, Vec<usize>, u64, u64)> = self.trace[start..]
+        let cycle: Vec<(u32, u64, Vec<usize>, u32, u64)> = self.trace[start..]
             .iter()
             .map(|e| (e.process, e.shape, e.choices.clone(), e.enabled, e.hash))
             .collect();
@@ -539,12 +593,12 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             let (process, shape, choices, _, _) = &cycle[j % length];
             let enabled = self.enabled();
             if j < length {
-                let mut owed = enabled & unscheduled;
-                while owed != 0 {
-                    if !self.only_idle(owed.trailing_zeros()) {
-                        return None;
-                    }
-                    owed &= owed - 1;
+                let owed: Vec<u64> = (self.enabled_sets.get(enabled).iter())
+                    .filter(|source| untaken.binary_search(source).is_ok())
+                    .copied()
+                    .collect();
+                if !owed.into_iter().all(|source| self.only_idle(source)) {
+                    return None;
                 }
             }
             let action =

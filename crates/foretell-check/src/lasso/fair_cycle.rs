@@ -1,15 +1,19 @@
 //! The exact search for a fair hot lasso in an explicit, finite state graph.
 //!
-//! A liveness property fails when the system can stay in hot states forever although every process
-//! that keeps being enabled keeps being scheduled. On a finite graph such a run is a *lasso*: a stem
-//! from the root to some state, then a cycle back to that state, repeated without end. Section II of
-//! Mudduluru, Deligiannis, Desai, Lal and Qadeer, "Lasso Detection using Partial-State Caching"
-//! (P#, FMCAD'17), calls a lasso *hot* when every state of its cycle is hot and *fair* when every
-//! process enabled anywhere in the cycle is scheduled in it (strong fairness); a lasso that is both
-//! is a liveness violation. This module adds one condition of its own for the choices handlers
-//! make: a cycle that answers a choice site at all answers it with every value the site offers, or
-//! else it starves the other answers. TLC finds such cycles with tableaux and SPIN with a nested
-//! depth-first search; here the stored graph is searched directly by [`find_fair_lasso`].
+//! A liveness property fails when the system can stay in hot states forever although every event
+//! source that keeps being enabled keeps being taken. On a finite graph such a run is a *lasso*: a
+//! stem from the root to some state, then a cycle back to that state, repeated without end. Section
+//! II of Mudduluru, Deligiannis, Desai, Lal and Qadeer, "Lasso Detection using Partial-State
+//! Caching" (P#, FMCAD'17), calls a lasso *hot* when every state of its cycle is hot and *fair* when
+//! every process enabled anywhere in the cycle is scheduled in it (strong fairness); a lasso that is
+//! both is a liveness violation. Here fairness is owed to *sources* rather than processes: a source
+//! is whatever the caller owes fairness to (the lasso engine's are a node's timers, inputs and
+//! kinds of message on each channel), and a source is enabled at a state exactly when one of the
+//! state's edges takes it. A source of [`Edge::UNOWED`] (a fault) is owed nothing. This module adds
+//! one condition of its own for the choices handlers make: a cycle that answers a choice site at all
+//! answers it with every value the site offers, or else it starves the other answers. TLC finds
+//! such cycles with tableaux and SPIN with a nested depth-first search; here the stored graph is
+//! searched directly by [`find_fair_lasso`].
 //!
 //! # Algorithm
 //!
@@ -20,14 +24,14 @@
 //!    distance and a shortest stem.
 //! 2. The hot states reachable from the root are split into strongly connected components.
 //!    A component with one state and no self-loop holds no cycle and is dropped.
-//! 3. If a process is enabled somewhere in a component but scheduled on none of its edges, no
-//!    fair cycle can pass through the states where it is enabled: they go. If a choice site is
+//! 3. If a source is enabled somewhere in a component but taken on none of its edges, no fair
+//!    cycle can pass through the states where it is enabled: they go. If a choice site is
 //!    answered inside a component but one of its values never is, no fair cycle can answer that
 //!    site: the edges carrying it go. What is left is split into components again, and each piece
 //!    is a new candidate.
 //! 4. A component that passes both checks holds a fair cycle, because a closed walk over all its
 //!    edges is one. A shorter one is built greedily: from the current state, go to the nearest
-//!    edge that covers a requirement not yet covered (an enabled process, or a value of a site),
+//!    edge that covers a requirement not yet covered (an enabled source, or a value of a site),
 //!    and when all are covered, return to the start.
 //!
 //! The key design decision is the order of the work. Candidates wait in a queue ordered by the
@@ -58,24 +62,28 @@ pub struct ChoiceLabel {
     pub arity: u32,
 }
 
-/// One edge: a step to `target` by `process`, whose handler made the choices of `choice_set` (an
-/// index into [`Graph::choice_sets`]; 0 is the empty set).
+/// One edge: a step to `target` that takes `source`, whose handler made the choices of
+/// `choice_set` (an index into [`Graph::choice_sets`]; 0 is the empty set).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Edge {
     /// The vertex the step leads to.
     pub target: u32,
-    /// The process scheduled by the step, below 64.
-    pub process: u32,
+    /// The event source the step takes, or [`Edge::UNOWED`].
+    pub source: u32,
     /// The choices the step's handler made, as an index into [`Graph::choice_sets`].
     pub choice_set: u32,
 }
 
-/// A state graph in compressed adjacency form.
+impl Edge {
+    /// The source of a step no fairness is owed to (a fault): it is never required of a cycle.
+    pub const UNOWED: u32 = NONE;
+}
+
+/// A state graph in compressed adjacency form. A source is enabled at a vertex when one of its
+/// edges takes it, so the graph must hold every step of every vertex that may be on a cycle.
 pub struct Graph {
     /// Per vertex: whether it is hot.
     pub hot: Vec<bool>,
-    /// Per vertex: the processes enabled there, as a bit set (processes are < 64).
-    pub enabled: Vec<u64>,
     /// `edges[offsets[v]..offsets[v + 1]]` are v's outgoing edges; `offsets.len() == vertices + 1`.
     pub offsets: Vec<u32>,
     /// All edges, grouped by source vertex as `offsets` says.
@@ -100,6 +108,11 @@ impl Graph {
         self.offsets[vertex as usize]..self.offsets[vertex as usize + 1]
     }
 
+    /// The sources enabled at `vertex`: those its edges take, duplicates included.
+    fn enabled(&self, vertex: u32) -> impl Iterator<Item = u32> + '_ {
+        self.out_edges(vertex).map(|index| self.edges[index as usize].source).filter(|&s| s != Edge::UNOWED)
+    }
+
     /// The vertex edge `edge` leaves from, found by binary search over `offsets`.
     ///
     /// # Panics
@@ -117,14 +130,12 @@ impl Graph {
         let vertices = self.vertex_count();
         assert!(vertices < NONE as usize, "vertex ids must leave room for the NONE marker");
         assert_eq!(self.hot.len(), vertices, "one hot flag per vertex");
-        assert_eq!(self.enabled.len(), vertices, "one enabled set per vertex");
         assert_eq!(self.offsets[0], 0, "the first vertex's edges start at 0");
         assert_eq!(self.offsets[vertices] as usize, self.edges.len(), "the offsets end at the edge count");
         assert!(self.offsets.windows(2).all(|pair| pair[0] <= pair[1]), "offsets never decrease");
         assert!(self.choice_sets.first().is_some_and(Vec::is_empty), "choice set 0 is the empty set");
         for edge in &self.edges {
             assert!((edge.target as usize) < vertices, "edge target {} is out of range", edge.target);
-            assert!(edge.process < 64, "process {} does not fit a 64-bit set", edge.process);
             assert!((edge.choice_set as usize) < self.choice_sets.len(), "choice set out of range");
         }
         for label in self.choice_sets.iter().flatten() {
@@ -140,14 +151,14 @@ pub struct Lasso {
     /// cycle starts at the root.
     pub stem: Vec<u32>,
     /// A nonempty sequence of edges from the end of the stem back to it, all through hot vertices,
-    /// scheduling every process enabled on it and answering each of its choice sites every way.
+    /// taking every source enabled on it and answering each of its choice sites every way.
     pub cycle: Vec<u32>,
 }
 
 impl Lasso {
     /// Whether this lasso runs in `graph` from `root` and is fair and hot: the stem leads from `root`
     /// to where the cycle starts, the cycle is nonempty and closed, each vertex on it is hot, every
-    /// process enabled on it is scheduled on it, and every choice site it answers is answered with
+    /// source enabled on it is taken on it, and every choice site it answers is answered with
     /// each value below the site's arity. It does not check that the stem is a shortest one.
     pub fn is_fair_hot(&self, graph: &Graph, root: u32) -> bool {
         let Some(&first) = self.cycle.first() else { return false };
@@ -175,22 +186,31 @@ fn follows(graph: &Graph, from: u32, edges: &[u32], to: u32) -> bool {
 
 /// Whether every source on the closed walk `cycle` is hot and the walk is fair in both senses.
 fn cycle_is_hot_and_fair(graph: &Graph, cycle: &[u32]) -> bool {
-    let mut enabled = 0u64;
-    let mut scheduled = 0u64;
+    let mut enabled = Vec::new();
+    let mut taken = Vec::new();
     let mut labels = Vec::new();
     for &index in cycle {
-        let source = graph.edge_source(index) as usize;
-        if !graph.hot[source] {
+        let from = graph.edge_source(index);
+        if !graph.hot[from as usize] {
             return false;
         }
         let edge = graph.edges[index as usize];
-        enabled |= graph.enabled[source];
-        scheduled |= 1 << edge.process;
+        enabled.extend(graph.enabled(from));
+        taken.push(edge.source);
         labels.extend_from_slice(&graph.choice_sets[edge.choice_set as usize]);
     }
     labels.sort_unstable();
     labels.dedup();
-    enabled & !scheduled == 0 && starved_sites(&labels).is_empty()
+    untaken(&mut enabled, &mut taken).is_empty() && starved_sites(&labels).is_empty()
+}
+
+/// The sources of `enabled` missing from `taken`, ascending. Sorts both, and leaves `enabled`
+/// without duplicates.
+fn untaken(enabled: &mut Vec<u32>, taken: &mut [u32]) -> Vec<u32> {
+    taken.sort_unstable();
+    enabled.sort_unstable();
+    enabled.dedup();
+    enabled.iter().copied().filter(|source| taken.binary_search(source).is_err()).collect()
 }
 
 /// The sites, ascending, that `labels` answer but not with every value below their largest arity.
@@ -217,7 +237,7 @@ pub struct FairCycleStats {
     /// Nontrivial strongly connected components checked for fairness, including those that
     /// refinement produced.
     pub components: u64,
-    /// Prunings applied: one for each fairness condition (process or choice) that a checked
+    /// Prunings applied: one for each fairness condition (source or choice) that a checked
     /// component broke, so a component that broke both counts twice.
     pub refinements: u64,
     /// Checked components that broke at least one fairness condition.
@@ -233,7 +253,7 @@ pub struct FairCycleStats {
 /// # Panics
 ///
 /// Panics if `graph` is malformed (offsets that do not match the edges or vertices, a target,
-/// process or choice set out of range, a nonempty choice set 0, a choice value not below its arity)
+/// or choice set out of range, a nonempty choice set 0, a choice value not below its arity)
 /// or `root` is not one of its vertices. These are bugs in the caller, not findings.
 pub fn find_fair_lasso(graph: &Graph, root: u32) -> (Option<Lasso>, FairCycleStats) {
     graph.assert_well_formed();
@@ -333,16 +353,16 @@ struct Candidate {
 
 /// What a fair cycle in a component must cover.
 struct Requirements {
-    /// The processes enabled somewhere in the component.
-    processes: u64,
+    /// The sources enabled somewhere in the component, sorted.
+    sources: Vec<u32>,
     /// Every (site, value) answered on an edge inside the component, sorted.
     answers: Vec<(u32, u32)>,
 }
 
 /// The fairness conditions a component broke.
 struct Pruning {
-    /// Processes enabled in the component but scheduled on none of its edges.
-    processes: u64,
+    /// Sources enabled in the component but taken on none of its edges, sorted.
+    sources: Vec<u32>,
     /// Sites answered inside the component but not with all their values, sorted.
     sites: Vec<u32>,
 }
@@ -409,7 +429,7 @@ impl<'g> Search<'g> {
                 }
                 Err(pruning) => {
                     self.stats.unfair_components += 1;
-                    self.stats.refinements += u64::from(pruning.processes != 0);
+                    self.stats.refinements += u64::from(!pruning.sources.is_empty());
                     self.stats.refinements += u64::from(!pruning.sites.is_empty());
                     self.prune(range.clone(), &pruning);
                     self.split(range);
@@ -461,17 +481,17 @@ impl<'g> Search<'g> {
     /// is fair, otherwise what it broke.
     fn judge(&mut self, range: Range<usize>) -> Result<Requirements, Pruning> {
         let id = range.start as u32;
-        let mut enabled = 0u64;
-        let mut scheduled = 0u64;
+        let mut enabled = Vec::new();
+        let mut taken = Vec::new();
         self.sets.clear();
         for &vertex in &self.arena[range] {
-            enabled |= self.graph.enabled[vertex as usize];
+            enabled.extend(self.graph.enabled(vertex));
             for index in self.graph.out_edges(vertex) {
                 if !self.subgraph().inside(index, id) {
                     continue;
                 }
                 let edge = self.graph.edges[index as usize];
-                scheduled |= 1 << edge.process;
+                taken.push(edge.source);
                 // Distinct sets are gathered first so that a set on many edges is read once.
                 if edge.choice_set != 0 && !self.set_seen[edge.choice_set as usize] {
                     self.set_seen[edge.choice_set as usize] = true;
@@ -486,17 +506,17 @@ impl<'g> Search<'g> {
         }
         labels.sort_unstable();
         labels.dedup();
-        let pruning = Pruning { processes: enabled & !scheduled, sites: starved_sites(&labels) };
-        if pruning.processes != 0 || !pruning.sites.is_empty() {
+        let pruning = Pruning { sources: untaken(&mut enabled, &mut taken), sites: starved_sites(&labels) };
+        if !pruning.sources.is_empty() || !pruning.sites.is_empty() {
             return Err(pruning);
         }
         let mut answers: Vec<(u32, u32)> = labels.iter().map(|label| (label.site, label.value)).collect();
         answers.dedup();
-        Ok(Requirements { processes: enabled, answers })
+        Ok(Requirements { sources: enabled, answers })
     }
 
     /// Removes from the candidate at `arena[range]` the edges carrying a starved site and the
-    /// vertices where an unscheduled process is enabled. Edges go first, while both their ends still
+    /// vertices where an untaken source is enabled. Edges go first, while both their ends still
     /// belong to the candidate.
     fn prune(&mut self, range: Range<usize>, pruning: &Pruning) {
         let id = range.start as u32;
@@ -513,9 +533,9 @@ impl<'g> Search<'g> {
                 }
             }
         }
-        if pruning.processes != 0 {
+        if !pruning.sources.is_empty() {
             for &vertex in &self.arena[range] {
-                if self.graph.enabled[vertex as usize] & pruning.processes != 0 {
+                if self.graph.enabled(vertex).any(|source| pruning.sources.binary_search(&source).is_ok()) {
                     self.candidate[vertex as usize] = NONE;
                 }
             }
@@ -532,17 +552,19 @@ impl<'g> Search<'g> {
     fn cycle(&self, fair: &FairComponent) -> Vec<u32> {
         let graph = self.graph;
         let sub = self.subgraph();
+        let sources = &fair.requirements.sources;
         let answers = &fair.requirements.answers;
         let mut bfs = Bfs::new(graph.vertex_count());
-        let mut processes_open = fair.requirements.processes;
+        let mut sources_open = vec![true; sources.len()];
+        let mut sources_open_count = sources.len();
         let mut answers_open = vec![true; answers.len()];
         let mut answers_open_count = answers.len();
         let mut cycle = Vec::new();
         let mut at = fair.anchor;
-        while processes_open != 0 || answers_open_count > 0 {
+        while sources_open_count > 0 || answers_open_count > 0 {
             let covers = |index: u32| {
                 let edge = graph.edges[index as usize];
-                processes_open & (1 << edge.process) != 0
+                sources.binary_search(&edge.source).is_ok_and(|slot| sources_open[slot])
                     || graph.choice_sets[edge.choice_set as usize].iter().any(|label| {
                         answers.binary_search(&(label.site, label.value)).is_ok_and(|slot| answers_open[slot])
                     })
@@ -550,7 +572,10 @@ impl<'g> Search<'g> {
             let path = bfs.path_to_edge(&sub, fair.id, at, covers);
             for &index in &path {
                 let edge = graph.edges[index as usize];
-                processes_open &= !(1 << edge.process);
+                if let Ok(slot) = sources.binary_search(&edge.source) {
+                    sources_open_count -= usize::from(sources_open[slot]);
+                    sources_open[slot] = false;
+                }
                 for label in &graph.choice_sets[edge.choice_set as usize] {
                     if let Ok(slot) = answers.binary_search(&(label.site, label.value)) {
                         answers_open_count -= usize::from(answers_open[slot]);
@@ -733,14 +758,9 @@ impl Bfs {
 mod tests {
     use super::*;
 
-    /// Builds a graph from `(source, target, process, choice_set)` steps; edges keep their given
-    /// order within each source.
-    fn graph(
-        hot: &[bool],
-        enabled: &[u64],
-        steps: &[(u32, u32, u32, u32)],
-        choice_sets: Vec<Vec<ChoiceLabel>>,
-    ) -> Graph {
+    /// Builds a graph from `(from, target, source, choice_set)` steps; edges keep their given
+    /// order within each vertex.
+    fn graph(hot: &[bool], steps: &[(u32, u32, u32, u32)], choice_sets: Vec<Vec<ChoiceLabel>>) -> Graph {
         let vertices = hot.len();
         let mut sorted = steps.to_vec();
         sorted.sort_by_key(|step| step.0);
@@ -753,9 +773,9 @@ mod tests {
         }
         let edges = sorted
             .iter()
-            .map(|&(_, target, process, choice_set)| Edge { target, process, choice_set })
+            .map(|&(_, target, source, choice_set)| Edge { target, source, choice_set })
             .collect();
-        Graph { hot: hot.to_vec(), enabled: enabled.to_vec(), offsets, edges, choice_sets }
+        Graph { hot: hot.to_vec(), offsets, edges, choice_sets }
     }
 
     /// The vertices a walk of edges visits from its first source, both ends included.
@@ -771,18 +791,12 @@ mod tests {
         ChoiceLabel { site, value, arity }
     }
 
-    fn bits(processes: &[u32]) -> u64 {
-        processes.iter().fold(0, |set, &process| set | 1 << process)
-    }
-
-    /// The paper's Figure 1 on processes p1, p2, p3. Hot states are s3..s6. L1 = s0 s1 s3 s5 s3 is the
-    /// only fair lasso: s3 -p3-> s5 -p2-> s3 schedules both processes enabled on it, while the
-    /// self-loops at s5 (p3) and s6 (p3) starve p2, which is enabled there; s6's p2 step leads back
-    /// to the cold s2.
+    /// The paper's Figure 1, its processes p1, p2, p3 as sources. Hot states are s3..s6.
+    /// L1 = s0 s1 s3 s5 s3 is the only fair lasso: s3 -p3-> s5 -p2-> s3 schedules both processes
+    /// enabled on it, while the self-loops at s5 (p3) and s6 (p3) starve p2, which is enabled
+    /// there; s6's p2 step leads back to the cold s2.
     fn figure_1() -> Graph {
         let hot = [false, false, false, true, true, true, true];
-        let enabled =
-            [bits(&[1, 2]), bits(&[2]), bits(&[1]), bits(&[3]), bits(&[3]), bits(&[2, 3]), bits(&[2, 3])];
         let steps = [
             (0, 1, 1, 0),
             (0, 2, 2, 0),
@@ -795,7 +809,7 @@ mod tests {
             (6, 6, 3, 0),
             (6, 2, 2, 0),
         ];
-        graph(&hot, &enabled, &steps, vec![vec![]])
+        graph(&hot, &steps, vec![vec![]])
     }
 
     #[test]
@@ -822,12 +836,7 @@ mod tests {
     #[test]
     fn a_cold_vertex_breaks_a_cycle() {
         // The goal: a cycle through one cold vertex is no hot lasso, however fair it is.
-        let graph = graph(
-            &[true, false, true],
-            &[1, 1, 1],
-            &[(0, 1, 0, 0), (1, 2, 0, 0), (2, 0, 0, 0)],
-            vec![vec![]],
-        );
+        let graph = graph(&[true, false, true], &[(0, 1, 0, 0), (1, 2, 0, 0), (2, 0, 0, 0)], vec![vec![]]);
         assert_eq!(find_fair_lasso(&graph, 0), (None, FairCycleStats::default()));
         let hot = Graph { hot: vec![true; 3], ..graph };
         let (lasso, _) = find_fair_lasso(&hot, 0);
@@ -837,16 +846,17 @@ mod tests {
     #[test]
     fn an_unreachable_fair_cycle_is_not_found() {
         // The goal: a fair cycle the root cannot reach is no lasso from the root.
-        let graph = graph(&[true, true, true], &[0, 1, 1], &[(1, 2, 0, 0), (2, 1, 0, 0)], vec![vec![]]);
+        let graph = graph(&[true, true, true], &[(1, 2, 0, 0), (2, 1, 0, 0)], vec![vec![]]);
         assert_eq!(find_fair_lasso(&graph, 0), (None, FairCycleStats::default()));
         assert!(find_fair_lasso(&graph, 1).0.is_some());
     }
 
     #[test]
     fn refinement_finds_a_fair_cycle_inside_an_unfair_component() {
-        // The goal: {0, 1, 2} starves p1, enabled only at 2; without 2, the cycle 0 <-> 1 is fair.
-        let steps = [(0, 1, 0, 0), (1, 0, 0, 0), (1, 2, 0, 0), (2, 1, 0, 0)];
-        let graph = graph(&[true; 3], &[bits(&[0]), bits(&[0]), bits(&[0, 1])], &steps, vec![vec![]]);
+        // The goal: {0, 1, 2} starves source 1, enabled only at 2 (its step leaves for the cold 3);
+        // without 2, the cycle 0 <-> 1 is fair.
+        let steps = [(0, 1, 0, 0), (1, 0, 0, 0), (1, 2, 0, 0), (2, 1, 0, 0), (2, 3, 1, 0)];
+        let graph = graph(&[true, true, true, false], &steps, vec![vec![]]);
         let (lasso, stats) = find_fair_lasso(&graph, 2);
         let lasso = lasso.expect("0 <-> 1 is fair");
         assert_eq!(vertices(&graph, &lasso.stem), [2, 1]);
@@ -858,7 +868,7 @@ mod tests {
     fn a_site_that_always_answers_zero_starves_its_other_value() {
         // The goal: a self-loop that answers a two-way site only with 0 is unfair.
         let sets = vec![vec![], vec![label(7, 0, 2)]];
-        let graph = graph(&[true], &[1], &[(0, 0, 0, 1)], sets);
+        let graph = graph(&[true], &[(0, 0, 0, 1)], sets);
         assert_eq!(
             find_fair_lasso(&graph, 0),
             (None, FairCycleStats { components: 1, refinements: 1, unfair_components: 1 })
@@ -869,7 +879,7 @@ mod tests {
     fn a_site_answered_both_ways_is_fair() {
         // The goal: two self-loops answering 0 and 1 make a fair cycle, and the cycle takes both.
         let sets = vec![vec![], vec![label(7, 0, 2)], vec![label(7, 1, 2)]];
-        let graph = graph(&[true], &[1], &[(0, 0, 0, 1), (0, 0, 0, 2)], sets);
+        let graph = graph(&[true], &[(0, 0, 0, 1), (0, 0, 0, 2)], sets);
         let (lasso, stats) = find_fair_lasso(&graph, 0);
         let mut cycle = lasso.expect("both values are answered").cycle;
         cycle.sort_unstable();
@@ -881,7 +891,7 @@ mod tests {
     fn choice_refinement_keeps_the_cycle_without_the_starved_site() {
         // The goal: the self-loop starves value 1 of site 7 and goes; the plain 0 <-> 1 cycle stays.
         let sets = vec![vec![], vec![label(7, 0, 2)]];
-        let graph = graph(&[true; 2], &[1, 1], &[(0, 0, 0, 1), (0, 1, 0, 0), (1, 0, 0, 0)], sets);
+        let graph = graph(&[true; 2], &[(0, 0, 0, 1), (0, 1, 0, 0), (1, 0, 0, 0)], sets);
         let (lasso, stats) = find_fair_lasso(&graph, 0);
         let lasso = lasso.expect("0 <-> 1 is fair");
         assert_eq!(vertices(&graph, &lasso.cycle), [0, 1, 0]);
@@ -907,7 +917,7 @@ mod tests {
             (7, 8, 0, 0),
             (8, 5, 0, 0),
         ];
-        let graph = graph(&hot, &[1; 9], &steps, vec![vec![]]);
+        let graph = graph(&hot, &steps, vec![vec![]]);
         let (lasso, _) = find_fair_lasso(&graph, 0);
         let lasso = lasso.expect("both self-loops are fair");
         assert_eq!(vertices(&graph, &lasso.stem), [0, 4, 5]);
@@ -915,16 +925,19 @@ mod tests {
     }
 
     #[test]
-    fn the_greedy_cycle_covers_every_process() {
-        // The goal: the shortest cycle at 0 is its p0 self-loop, but p1 and p2 are enabled there
-        // too, so the cycle must also take the ring 0 -p1-> 1 -p2-> 2 -p1-> 0.
-        let steps = [(0, 0, 0, 0), (0, 1, 1, 0), (1, 2, 2, 0), (2, 0, 1, 0)];
-        let graph = graph(&[true; 3], &[bits(&[0, 1, 2]), bits(&[2]), bits(&[1])], &steps, vec![vec![]]);
+    fn the_greedy_cycle_covers_every_source() {
+        // The goal: the shortest cycle at 0 is its self-loop by source 0, but sources 1 and 2 are
+        // enabled in the component too, so the cycle must also take the ring 0 -1-> 1 -2-> 2 -1-> 0.
+        // The fault's step from 0 (to the cold 3) is owed nothing.
+        let steps = [(0, 0, 0, 0), (0, 1, 1, 0), (1, 2, 2, 0), (2, 0, 1, 0), (0, 3, Edge::UNOWED, 0)];
+        let graph = graph(&[true, true, true, false], &steps, vec![vec![]]);
         let (lasso, _) = find_fair_lasso(&graph, 0);
         let lasso = lasso.expect("the whole component is fair");
-        let scheduled =
-            lasso.cycle.iter().fold(0, |set, &index| set | 1 << graph.edges[index as usize].process);
-        assert_eq!(scheduled, bits(&[0, 1, 2]));
+        let mut taken: Vec<u32> =
+            lasso.cycle.iter().map(|&index| graph.edges[index as usize].source).collect();
+        taken.sort_unstable();
+        taken.dedup();
+        assert_eq!(taken, [0, 1, 2]);
         assert_eq!(vertices(&graph, &lasso.cycle), [0, 0, 1, 2, 0]);
     }
 
@@ -935,7 +948,7 @@ mod tests {
         let count = 200_000u32;
         let mut steps: Vec<_> = (0..count - 1).map(|v| (v, v + 1, 0, 0)).collect();
         steps.push((count - 1, count - 2, 0, 0));
-        let graph = graph(&vec![true; count as usize], &vec![1; count as usize], &steps, vec![vec![]]);
+        let graph = graph(&vec![true; count as usize], &steps, vec![vec![]]);
         let (lasso, stats) = find_fair_lasso(&graph, 0);
         let lasso = lasso.expect("the final 2-cycle is fair");
         assert_eq!(lasso.stem.len(), count as usize - 2);
@@ -960,18 +973,17 @@ mod tests {
         let vertices = 1 + rng.below(6) as usize;
         let steps: Vec<_> = (0..rng.below(11))
             .map(|_| {
-                let source = rng.below(vertices as u64) as u32;
-                (source, rng.below(vertices as u64) as u32, rng.below(3) as u32, rng.below(5) as u32)
+                let from = rng.below(vertices as u64) as u32;
+                let target = rng.below(vertices as u64) as u32;
+                // Sources 0 to 2, and now and then a fault, owed nothing.
+                let source = match rng.below(4) {
+                    3 => Edge::UNOWED,
+                    source => source as u32,
+                };
+                (from, target, source, rng.below(5) as u32)
             })
             .collect();
         let hot: Vec<bool> = (0..vertices).map(|_| rng.below(4) != 0).collect();
-        // Mostly the processes that have a step there, now and then one more.
-        let enabled: Vec<u64> = (0..vertices as u32)
-            .map(|v| {
-                let own = steps.iter().filter(|step| step.0 == v).fold(0, |set, step| set | 1 << step.2);
-                own | if rng.below(5) == 0 { 1 << rng.below(3) } else { 0 }
-            })
-            .collect();
         let sets = vec![
             vec![],
             vec![label(0, 0, 2)],
@@ -979,7 +991,7 @@ mod tests {
             vec![label(1, 0, 1)],
             vec![label(0, 0, 2), label(1, 0, 1)],
         ];
-        graph(&hot, &enabled, &steps, sets)
+        graph(&hot, &steps, sets)
     }
 
     /// Whether the edge set `chosen` (a bit mask over edges) is the edge set of a fair hot cycle:
@@ -1010,8 +1022,9 @@ mod tests {
         };
         let connected = (0..64).filter(|&v| on & 1 << v != 0).all(|v| reach(v) == on);
         let hot = (0..64).filter(|&v| on & 1 << v != 0).all(|v| graph.hot[v as usize]);
-        let enabled = (0..64).filter(|&v| on & 1 << v != 0).fold(0, |set, v| set | graph.enabled[v as usize]);
-        let scheduled = picked.iter().fold(0u64, |set, &e| set | 1 << graph.edges[e as usize].process);
+        let enabled: Vec<u32> =
+            (0..64).filter(|&v| on & 1 << v != 0).flat_map(|v| graph.enabled(v)).collect();
+        let taken: Vec<u32> = picked.iter().map(|&e| graph.edges[e as usize].source).collect();
         let labels: Vec<ChoiceLabel> = picked
             .iter()
             .flat_map(|&e| graph.choice_sets[graph.edges[e as usize].choice_set as usize].clone())
@@ -1021,7 +1034,7 @@ mod tests {
             let arity = labels.iter().filter(|m| m.site == l.site).map(|m| m.arity).max().unwrap_or(0);
             (0..arity).all(|value| answered(l.site, value))
         });
-        !picked.is_empty() && connected && hot && enabled & !scheduled == 0 && choices_fair
+        !picked.is_empty() && connected && hot && enabled.iter().all(|s| taken.contains(s)) && choices_fair
     }
 
     #[test]

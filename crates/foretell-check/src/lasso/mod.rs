@@ -166,7 +166,7 @@ pub enum LassoError {
     /// Nothing can be hot.
     #[error("the model has no monitor and no eventually property: nothing can be hot")]
     NoMonitor,
-    /// Too many nodes for the enabled-set bitmaps.
+    /// Too many nodes for the schedulers' process bitmaps (the environment is a process too).
     #[error("lasso detection handles up to 63 nodes; the model has {0}")]
     TooManyNodes(usize),
     /// An option is out of range.
