@@ -547,51 +547,108 @@ impl<'g> Search<'g> {
         Subgraph { graph: self.graph, candidate: &self.candidate, edge_pruned: &self.edge_pruned }
     }
 
-    /// A cycle from `fair.anchor` inside the fair component that covers its requirements: greedily
-    /// the nearest edge covering something not yet covered, then the shortest way back.
+    /// A fair cycle from `fair.anchor` inside the fair component: greedily the nearest edge
+    /// covering something the cycle owes so far, then the shortest way back, until nothing is
+    /// owed. The cycle owes only what its own vertices enable and its own sites offer, not all the
+    /// component does, so it is no longer than it needs to be for the states it passes.
     fn cycle(&self, fair: &FairComponent) -> Vec<u32> {
         let graph = self.graph;
         let sub = self.subgraph();
-        let sources = &fair.requirements.sources;
-        let answers = &fair.requirements.answers;
         let mut bfs = Bfs::new(graph.vertex_count());
-        let mut sources_open = vec![true; sources.len()];
-        let mut sources_open_count = sources.len();
-        let mut answers_open = vec![true; answers.len()];
-        let mut answers_open_count = answers.len();
+        let mut owed = Owed::new(&fair.requirements);
         let mut cycle = Vec::new();
         let mut at = fair.anchor;
-        while sources_open_count > 0 || answers_open_count > 0 {
-            let covers = |index: u32| {
-                let edge = graph.edges[index as usize];
-                sources.binary_search(&edge.source).is_ok_and(|slot| sources_open[slot])
-                    || graph.choice_sets[edge.choice_set as usize].iter().any(|label| {
-                        answers.binary_search(&(label.site, label.value)).is_ok_and(|slot| answers_open[slot])
-                    })
+        owed.visit(graph, at);
+        loop {
+            let path = if owed.open > 0 {
+                bfs.path_to_edge(&sub, fair.id, at, |index| owed.covers(graph, graph.edges[index as usize]))
+            } else if at != fair.anchor || cycle.is_empty() {
+                // Back to the start; a component without requirements still needs one edge.
+                bfs.path_to_edge(&sub, fair.id, at, |index| graph.edges[index as usize].target == fair.anchor)
+            } else {
+                return cycle;
             };
-            let path = bfs.path_to_edge(&sub, fair.id, at, covers);
             for &index in &path {
                 let edge = graph.edges[index as usize];
-                if let Ok(slot) = sources.binary_search(&edge.source) {
-                    sources_open_count -= usize::from(sources_open[slot]);
-                    sources_open[slot] = false;
-                }
-                for label in &graph.choice_sets[edge.choice_set as usize] {
-                    if let Ok(slot) = answers.binary_search(&(label.site, label.value)) {
-                        answers_open_count -= usize::from(answers_open[slot]);
-                        answers_open[slot] = false;
-                    }
-                }
+                owed.take(graph, edge);
                 at = edge.target;
+                owed.visit(graph, at);
             }
             cycle.extend(path);
         }
-        // A component without requirements still needs one edge for the cycle to be a cycle.
-        if at != fair.anchor || cycle.is_empty() {
-            let back = |index: u32| graph.edges[index as usize].target == fair.anchor;
-            cycle.extend(bfs.path_to_edge(&sub, fair.id, at, back));
+    }
+}
+
+/// What a cycle under construction owes: a requirement of its component becomes owed when the
+/// cycle makes it one (a source enabled at a vertex the cycle visits; every value of a site the
+/// cycle answers) and stays owed until one of the cycle's edges covers it.
+struct Owed<'r> {
+    requirements: &'r Requirements,
+    /// Per source of the requirements: whether it is owed, and whether it is covered.
+    sources: Vec<(bool, bool)>,
+    /// Per answer of the requirements, the same.
+    answers: Vec<(bool, bool)>,
+    /// Requirements owed and not yet covered.
+    open: usize,
+}
+
+impl<'r> Owed<'r> {
+    fn new(requirements: &'r Requirements) -> Owed<'r> {
+        Owed {
+            requirements,
+            sources: vec![(false, false); requirements.sources.len()],
+            answers: vec![(false, false); requirements.answers.len()],
+            open: 0,
         }
-        cycle
+    }
+
+    /// The cycle passes `vertex`: every source enabled there is owed.
+    fn visit(&mut self, graph: &Graph, vertex: u32) {
+        for source in graph.enabled(vertex) {
+            let slot = self.requirements.sources.binary_search(&source).expect("a component's source");
+            Self::owe(&mut self.sources[slot], &mut self.open);
+        }
+    }
+
+    /// The cycle takes `edge`: its source and answers are covered, and every value of its sites
+    /// is owed.
+    fn take(&mut self, graph: &Graph, edge: Edge) {
+        if let Ok(slot) = self.requirements.sources.binary_search(&edge.source) {
+            Self::cover(&mut self.sources[slot], &mut self.open);
+        }
+        let answers = &self.requirements.answers;
+        for label in &graph.choice_sets[edge.choice_set as usize] {
+            let first = answers.partition_point(|&(site, _)| site < label.site);
+            for slot in (first..answers.len()).take_while(|&slot| answers[slot].0 == label.site) {
+                Self::owe(&mut self.answers[slot], &mut self.open);
+            }
+            let slot = answers.binary_search(&(label.site, label.value)).expect("a component's answer");
+            Self::cover(&mut self.answers[slot], &mut self.open);
+        }
+    }
+
+    /// Whether `edge` covers something owed.
+    fn covers(&self, graph: &Graph, edge: Edge) -> bool {
+        let open = |(owed, covered): (bool, bool)| owed && !covered;
+        self.requirements.sources.binary_search(&edge.source).is_ok_and(|slot| open(self.sources[slot]))
+            || graph.choice_sets[edge.choice_set as usize].iter().any(|label| {
+                (self.requirements.answers.binary_search(&(label.site, label.value)))
+                    .is_ok_and(|slot| open(self.answers[slot]))
+            })
+    }
+
+    fn owe((owed, covered): &mut (bool, bool), open: &mut usize) {
+        if !*owed {
+            *owed = true;
+            *open += usize::from(!*covered);
+        }
+    }
+
+    fn cover((owed, covered): &mut (bool, bool), open: &mut usize) {
+        if !*covered {
+            *covered = true;
+            *open -= usize::from(*owed);
+        }
     }
 }
 
