@@ -107,6 +107,17 @@ fn assert_lasso<P: Protocol>(model: &Model<P>, report: &LassoReport) -> (usize, 
     (cycle_start, cycle_length)
 }
 
+/// Asserts that caching under three schedulers, and exact, find nothing in `model`.
+fn assert_no_finding<P: Protocol>(model: &Model<P>) {
+    for method in [LassoMethod::Caching, LassoMethod::Exact] {
+        for scheduler in [SchedulerKind::Random, SchedulerKind::Pct { depth: 1 }, SchedulerKind::Dfs] {
+            let options = LassoOptions { schedulers: Schedulers::One(scheduler), ..options(method) };
+            let report = run(model, options);
+            assert!(report.finding.is_none(), "{method} {scheduler}");
+        }
+    }
+}
+
 #[test]
 fn a_livelock_whose_round_grows_is_found_by_the_partial_hash_but_not_the_full_one() {
     let model = rally(false, None);
@@ -386,14 +397,7 @@ fn idler(finish: bool, flipper: bool) -> Model<Idler> {
 /// and scheduler).
 #[test]
 fn an_idle_heartbeat_does_not_make_a_starving_node_scheduled() {
-    let model = idler(true, false);
-    for method in [LassoMethod::Caching, LassoMethod::Exact] {
-        for scheduler in [SchedulerKind::Random, SchedulerKind::Pct { depth: 1 }, SchedulerKind::Dfs] {
-            let options = LassoOptions { schedulers: Schedulers::One(scheduler), ..options(method) };
-            let report = run(&model, options);
-            assert!(report.finding.is_none(), "{method} {scheduler}");
-        }
-    }
+    assert_no_finding(&idler(true, false));
 }
 
 /// With nothing but the heartbeat, no event changes the hot world: the execution stops there,
@@ -469,14 +473,7 @@ fn beating(finish_works: bool) -> Model<Beating> {
 /// taken, so the cycle is unfair (with fairness per node it was reported as a lasso).
 #[test]
 fn a_node_taking_one_event_for_ever_while_another_waits_is_not_fair() {
-    let model = beating(true);
-    for method in [LassoMethod::Caching, LassoMethod::Exact] {
-        for scheduler in [SchedulerKind::Random, SchedulerKind::Pct { depth: 1 }, SchedulerKind::Dfs] {
-            let options = LassoOptions { schedulers: Schedulers::One(scheduler), ..options(method) };
-            let report = run(&model, options);
-            assert!(report.finding.is_none(), "{method} {scheduler}");
-        }
-    }
+    assert_no_finding(&beating(true));
 }
 
 /// Once `Finish` has been taken (and did not finish), the heartbeat alone is a fair cycle.
