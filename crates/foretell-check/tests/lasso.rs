@@ -488,3 +488,15 @@ fn a_heartbeat_after_a_useless_finish_is_a_fair_lasso() {
         assert!(steps[stem..stem + cycle].iter().all(|s| s.event["kind"] == "timer"), "{method}");
     }
 }
+
+/// A graph cut by the bound on worlds still knows what each explored world enables: `Finish`
+/// stays owed in the heartbeat's worlds even where the world it leads to was left out, so no
+/// bound makes the heartbeat a fair cycle.
+#[test]
+fn a_step_the_bound_on_worlds_cut_off_still_counts_as_enabled() {
+    let model = beating(true);
+    for max_worlds in 1..=6 {
+        let report = run(&model, LassoOptions { max_worlds, ..options(LassoMethod::Exact) });
+        assert!(report.finding.is_none(), "bound {max_worlds}");
+    }
+}

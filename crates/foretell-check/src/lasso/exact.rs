@@ -6,9 +6,10 @@
 //! on the implementation-level model; it complements P#'s sampling methods (FMCAD'17, section
 //! VII) wherever the graph is finite and fits in memory.
 //!
-//! A lasso found in a partly explored graph is still real: its edges are real steps, and a world
-//! whose steps the bound on worlds cut short is left out of every cycle, since what is enabled
-//! there is not all known. Only a lasso's absence is then inconclusive.
+//! A lasso found in a partly explored graph is still real: its edges are real steps, and a step
+//! to a world the bound on worlds left out leads to a cold vertex without steps, so the step's
+//! source counts as enabled where it was taken and no cycle passes it. Only a lasso's absence is
+//! then inconclusive.
 
 use super::execution::{environment, fingerprint, is_idle, Executor, Sites, Steps};
 use super::fair_cycle::{find_fair_lasso, ChoiceLabel, Edge, FairCycleStats, Graph};
@@ -104,6 +105,9 @@ impl<P: Protocol> Executor<'_, '_, P> {
     }
 
     /// Explores up to `max_worlds` worlds and searches the graph for a fair hot lasso.
+    ///
+    /// Vertex 0 is a root before the initial worlds, and vertex 1 stands for every world the
+    /// bound left out; neither is hot, and the worlds are numbered from 2.
     pub(crate) fn explore_exact(&self, max_worlds: usize, stop: &dyn Fn() -> bool) -> Explored {
         let mut sites = Sites::default();
         // Sources (event shapes) as small numbers for the graph, and back.
@@ -111,12 +115,16 @@ impl<P: Protocol> Executor<'_, '_, P> {
         let mut shapes: Vec<u64> = Vec::new();
         let mut ids: FxHashMap<u128, u32> = FxHashMap::default();
         // Each vertex's fingerprint, to find its steps again when a path is rebuilt.
-        let mut fingerprints: Vec<u128> = vec![0];
-        let mut graph =
-            Graph { hot: vec![false], offsets: vec![0], edges: Vec::new(), choice_sets: vec![Vec::new()] };
+        let mut fingerprints: Vec<u128> = vec![0, 0];
+        let mut graph = Graph {
+            hot: vec![false, false],
+            offsets: vec![0],
+            edges: Vec::new(),
+            choice_sets: vec![Vec::new()],
+        };
         let mut choice_set_ids: FxHashMap<Vec<ChoiceLabel>, u32> = FxHashMap::default();
         // The parent edge of each vertex, for paths to dead ends and violations.
-        let mut parent: Vec<u32> = vec![u32::MAX];
+        let mut parent: Vec<u32> = vec![u32::MAX, u32::MAX];
         let mut init_choices: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
         let mut queue: VecDeque<(World<P>, Vec<MonitorState>)> = VecDeque::new();
         let mut discover = |graph: &mut Graph,
@@ -141,7 +149,6 @@ impl<P: Protocol> Executor<'_, '_, P> {
             queue.push_back((world, monitors));
             Some(id)
         };
-        // Vertex 0 is a root before the initial worlds, never hot.
         let mut initial = Vec::new();
         self.sim.initial_worlds(|choices, world, _| initial.push((choices, world)));
         // An initial world the bound on worlds left out leaves the graph incomplete too.
@@ -157,10 +164,12 @@ impl<P: Protocol> Executor<'_, '_, P> {
                 None => complete = false,
             }
         }
+        // The root's edges end here, and the vertex of the worlds left out has none.
+        graph.offsets.push(graph.edges.len() as u32);
         graph.offsets.push(graph.edges.len() as u32);
         let mut dead_end = None;
         let mut violation: Option<(u32, Action, Vec<usize>, StepViolation)> = None;
-        let mut next_vertex = 1u32;
+        let mut next_vertex = 2u32;
         while let Some((world, monitors)) = queue.pop_front() {
             let vertex = next_vertex;
             next_vertex += 1;
@@ -196,13 +205,11 @@ impl<P: Protocol> Executor<'_, '_, P> {
                     }
                 };
                 let edge = graph.edges.len() as u32;
-                let Some(target) = discover(&mut graph, &mut parent, &mut queue, next, next_monitors, edge)
-                else {
-                    // What this world enables is not all in the graph: it can be on no cycle.
-                    graph.hot[vertex as usize] = false;
-                    complete = false;
-                    continue;
-                };
+                let target = discover(&mut graph, &mut parent, &mut queue, next, next_monitors, edge)
+                    .unwrap_or_else(|| {
+                        complete = false;
+                        LEFT_OUT
+                    });
                 let next_id = choice_set_ids.len() as u32 + 1;
                 let choice_set = if labels.is_empty() {
                     0
@@ -222,7 +229,7 @@ impl<P: Protocol> Executor<'_, '_, P> {
             complete = false;
         }
         let (lasso, stats) = find_fair_lasso(&graph, 0);
-        let worlds = graph.hot.len() as u64 - 1;
+        let worlds = graph.hot.len() as u64 - 2;
         let edges = graph.edges.len() as u64;
         let sources = edge_sources(&graph);
         let path_to = |vertex: u32| -> Vec<u32> {
@@ -307,6 +314,9 @@ impl<P: Protocol> Executor<'_, '_, P> {
         (choices, steps)
     }
 }
+
+/// The vertex that stands for every world the bound on worlds left out.
+const LEFT_OUT: u32 = 1;
 
 /// The source vertex of every edge.
 fn edge_sources(graph: &Graph) -> Vec<u32> {
