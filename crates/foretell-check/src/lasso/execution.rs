@@ -241,24 +241,11 @@ impl<P: Protocol> Executor<'_, '_, P> {
             .extend(actions.iter().map(|&action| self.sim.process_of(world, action).map_or(env, |n| n.0)));
     }
 
-    /// The sources owed fairness among `actions` of `world` (with their `processes`), into
-    /// `sources`, sorted and without duplicates: every shape but the environment's.
-    fn enabled_sources(
-        &self,
-        world: &World<P>,
-        actions: &[Action],
-        processes: &[u32],
-        sources: &mut Vec<u64>,
-    ) {
-        let env = environment(self.model.node_count());
+    /// The sources owed fairness among `actions` of `world`, into `sources`, sorted and without
+    /// duplicates.
+    fn enabled_sources(&self, world: &World<P>, actions: &[Action], sources: &mut Vec<u64>) {
         sources.clear();
-        sources.extend(
-            actions
-                .iter()
-                .zip(processes)
-                .filter(|&(_, &process)| process != env)
-                .map(|(&action, _)| self.sim.event_shape(world, action)),
-        );
+        sources.extend(actions.iter().filter_map(|&action| self.source(world, action)));
         sources.sort_unstable();
         sources.dedup();
     }
@@ -432,9 +419,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         self.exec.enabled(world, &mut self.actions, &mut self.processes);
         // Only the caching method's fairness check and replay read the sources.
         match self.exec.method {
-            Method::Caching => {
-                self.exec.enabled_sources(world, &self.actions, &self.processes, &mut self.sources)
-            }
+            Method::Caching => self.exec.enabled_sources(world, &self.actions, &mut self.sources),
             Method::Temperature => self.sources.clear(),
         }
         self.enabled_sets.id(&self.sources)
