@@ -7,8 +7,13 @@
 //! large page, and offered to transparent huge pages (`MADV_HUGEPAGE`, which takes effect when
 //! `/sys/kernel/mm/transparent_hugepage/enabled` says `madvise` or `always`), so that one TLB
 //! entry covers 2 MiB of it. Fresh anonymous pages read as zeros, so nothing is written until a
-//! slot is used. Smaller blocks, and other systems, come from the global allocator.
+//! slot is used. Blocks from 128 KiB to 1 MiB share such pages with blocks of their size
+//! ([`shared_large_pages`]): a set's 64 shard tables of 1 MiB are 64 MiB on 32 large pages.
+//! Smaller blocks, and other systems, come from the global allocator.
 
+mod shared_large_pages;
+
+use shared_large_pages::SharedLargePages;
 use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
@@ -22,7 +27,17 @@ const LARGE_PAGE: usize = 2 << 20;
 pub(crate) struct ZeroedPages {
     start: NonNull<u8>,
     layout: Layout,
-    mapped: bool,
+    origin: Origin,
+}
+
+/// Where a block's memory came from, and so where it goes back to.
+enum Origin {
+    /// A mapping of its own, of at least a large page.
+    Mapping,
+    /// A block of this many bytes in a large page shared with blocks of the same size.
+    Shared(usize),
+    /// The global allocator.
+    Allocator,
 }
 
 // SAFETY: the block is plain memory owned by this value; what is stored in it, and how threads
@@ -35,73 +50,21 @@ impl ZeroedPages {
     /// `bytes` zeroed bytes (at least 1), aligned to 64.
     pub(crate) fn new(bytes: usize) -> Self {
         let layout = Layout::from_size_align(bytes.max(1), 64).expect("a block's size is a valid layout");
-        if let Some(start) = Self::map(layout) {
-            return ZeroedPages { start, layout, mapped: true };
+        let mapped = if layout.size() >= LARGE_PAGE {
+            map_large(layout.size()).map(|start| (start, Origin::Mapping))
+        } else {
+            SharedLargePages::block_size(layout.size())
+                .and_then(|size| Some((shared_large_pages::shared().take(size)?, Origin::Shared(size))))
+        };
+        if let Some((start, origin)) = mapped {
+            return ZeroedPages { start, layout, origin };
         }
         // SAFETY: the layout is not empty.
         let start = unsafe { std::alloc::alloc_zeroed(layout) };
         let Some(start) = NonNull::new(start) else {
             std::alloc::handle_alloc_error(layout);
         };
-        ZeroedPages { start, layout, mapped: false }
-    }
-
-    /// A mapping of its own, aligned to a large page and offered to transparent huge pages, for
-    /// a block of at least [`LARGE_PAGE`] bytes on Linux; `None` otherwise, or if the system
-    /// refuses the mapping.
-    #[cfg(target_os = "linux")]
-    fn map(layout: Layout) -> Option<NonNull<u8>> {
-        if layout.size() < LARGE_PAGE {
-            return None;
-        }
-        let bytes = layout.size().next_multiple_of(LARGE_PAGE);
-        let reserved = bytes + LARGE_PAGE;
-        // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                reserved,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return None; // the global allocator has its say, and its own failure handling
-        }
-        let raw = raw as usize;
-        let start = raw.next_multiple_of(LARGE_PAGE);
-        let (head, tail) = (start - raw, raw + reserved - (start + bytes));
-        // SAFETY: the head and tail lie inside the mapping just made, outside the aligned block
-        // kept; unmapping them leaves the block whole. The advice only concerns the block.
-        unsafe {
-            if head > 0 {
-                libc::munmap(raw as *mut libc::c_void, head);
-            }
-            if tail > 0 {
-                libc::munmap((start + bytes) as *mut libc::c_void, tail);
-            }
-            libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
-        }
-        NonNull::new(start as *mut u8)
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn map(_: Layout) -> Option<NonNull<u8>> {
-        None
-    }
-
-    #[cfg(target_os = "linux")]
-    fn unmap(&self) {
-        // SAFETY: mapped by `map` with this length, rounded as it rounded it, and no longer
-        // referred to.
-        unsafe { libc::munmap(self.start.as_ptr().cast(), self.layout.size().next_multiple_of(LARGE_PAGE)) };
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn unmap(&self) {
-        unreachable!("only Linux maps blocks of their own")
+        ZeroedPages { start, layout, origin: Origin::Allocator }
     }
 
     /// The first byte.
@@ -131,33 +94,97 @@ impl ZeroedPages {
     /// Gives the block's whole pages back to the system while keeping them addressable: from
     /// then on they read as zeros (or, for a reader already on its way, the old contents).
     pub(crate) fn release(&self) {
-        #[cfg(unix)]
-        {
-            // SAFETY: `sysconf` only reads a constant of the system.
-            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
-            let start = self.start.as_ptr() as usize;
-            let first = start.next_multiple_of(page);
-            let end = (start + self.len()) / page * page;
-            if end > first {
-                // SAFETY: the pages lie inside this block, whose owner writes it no more;
-                // `MADV_DONTNEED` makes private anonymous pages read as zeros from now on (and
-                // the allocator assumes nothing of a live block's contents).
-                unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
-            }
-        }
+        release_whole_pages(self.start.as_ptr() as usize, self.len());
     }
 }
 
 impl Drop for ZeroedPages {
     fn drop(&mut self) {
-        if self.mapped {
-            self.unmap();
-        } else {
+        match self.origin {
+            Origin::Mapping => unmap_large(self.start.as_ptr() as usize, self.len().next_multiple_of(LARGE_PAGE)),
+            Origin::Shared(size) => shared_large_pages::shared().give_back(self.start, size),
             // SAFETY: allocated by the global allocator with this layout, and no longer
             // referred to.
-            unsafe { std::alloc::dealloc(self.start.as_ptr(), self.layout) };
+            Origin::Allocator => unsafe { std::alloc::dealloc(self.start.as_ptr(), self.layout) },
         }
     }
+}
+
+/// A mapping of its own of `bytes` (at least [`LARGE_PAGE`]) rounded up to large pages, aligned
+/// to a large page and offered to transparent huge pages, on Linux; `None` elsewhere, or if the
+/// system refuses the mapping (the global allocator then has its say, and its own failure
+/// handling).
+#[cfg(target_os = "linux")]
+fn map_large(bytes: usize) -> Option<NonNull<u8>> {
+    let bytes = bytes.next_multiple_of(LARGE_PAGE);
+    let reserved = bytes + LARGE_PAGE;
+    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+    let raw = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            reserved,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return None;
+    }
+    let raw = raw as usize;
+    let start = raw.next_multiple_of(LARGE_PAGE);
+    let (head, tail) = (start - raw, raw + reserved - (start + bytes));
+    // SAFETY: the head and tail lie inside the mapping just made, outside the aligned block
+    // kept; unmapping them leaves the block whole. The advice only concerns the block.
+    unsafe {
+        if head > 0 {
+            libc::munmap(raw as *mut libc::c_void, head);
+        }
+        if tail > 0 {
+            libc::munmap((start + bytes) as *mut libc::c_void, tail);
+        }
+        libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+    }
+    NonNull::new(start as *mut u8)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn map_large(_: usize) -> Option<NonNull<u8>> {
+    None
+}
+
+/// Unmaps `bytes` (a multiple of [`LARGE_PAGE`]) at `start`, mapped by [`map_large`] and no
+/// longer referred to.
+#[cfg(target_os = "linux")]
+fn unmap_large(start: usize, bytes: usize) {
+    // SAFETY: mapped by `map_large` with this length, and no longer referred to.
+    unsafe { libc::munmap(start as *mut libc::c_void, bytes) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unmap_large(_: usize, _: usize) {
+    unreachable!("only Linux maps blocks of their own")
+}
+
+/// Gives the whole pages among the `len` bytes at `start` back to the system while keeping them
+/// addressable: from then on they read as zeros. Their owner writes them no more.
+fn release_whole_pages(start: usize, len: usize) {
+    #[cfg(unix)]
+    {
+        // SAFETY: `sysconf` only reads a constant of the system.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+        let first = start.next_multiple_of(page);
+        let end = (start + len) / page * page;
+        if end > first {
+            // SAFETY: the pages lie inside a block whose owner writes it no more;
+            // `MADV_DONTNEED` makes private anonymous pages read as zeros from now on (and the
+            // allocator assumes nothing of a live block's contents).
+            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (start, len);
 }
 
 #[cfg(test)]
@@ -166,12 +193,18 @@ mod tests {
 
     #[test]
     fn blocks_of_either_kind_are_zeroed_writable_and_aligned() {
-        for bytes in [1, 64, 4096, LARGE_PAGE - 64, LARGE_PAGE, 3 * LARGE_PAGE + 64] {
+        for bytes in [1, 64, 4096, 128 << 10, (1 << 20) - 64, LARGE_PAGE - 64, LARGE_PAGE, 3 * LARGE_PAGE + 64] {
             let block = ZeroedPages::new(bytes);
             assert_eq!(block.len(), bytes);
             assert_eq!(block.as_ptr() as usize % 64, 0, "{bytes} bytes");
-            if bytes >= LARGE_PAGE && cfg!(target_os = "linux") {
-                assert_eq!(block.as_ptr() as usize % LARGE_PAGE, 0, "{bytes} bytes");
+            if cfg!(target_os = "linux") {
+                if bytes >= LARGE_PAGE {
+                    assert_eq!(block.as_ptr() as usize % LARGE_PAGE, 0, "{bytes} bytes");
+                }
+                if let Some(size) = SharedLargePages::block_size(bytes) {
+                    assert!(matches!(block.origin, Origin::Shared(s) if s == size), "{bytes} bytes");
+                    assert_eq!(block.as_ptr() as usize % size, 0, "{bytes} bytes at a multiple of its size");
+                }
             }
             // SAFETY: the block holds `bytes` bytes.
             let slice = unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), bytes) };
