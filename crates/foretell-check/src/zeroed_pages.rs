@@ -101,7 +101,9 @@ impl ZeroedPages {
 impl Drop for ZeroedPages {
     fn drop(&mut self) {
         match self.origin {
-            Origin::Mapping => unmap_large(self.start.as_ptr() as usize, self.len().next_multiple_of(LARGE_PAGE)),
+            Origin::Mapping => {
+                unmap_large(self.start.as_ptr() as usize, self.len().next_multiple_of(LARGE_PAGE))
+            }
             Origin::Shared(size) => shared_large_pages::shared().give_back(self.start, size),
             // SAFETY: allocated by the global allocator with this layout, and no longer
             // referred to.
@@ -193,7 +195,9 @@ mod tests {
 
     #[test]
     fn blocks_of_either_kind_are_zeroed_writable_and_aligned() {
-        for bytes in [1, 64, 4096, 128 << 10, (1 << 20) - 64, LARGE_PAGE - 64, LARGE_PAGE, 3 * LARGE_PAGE + 64] {
+        for bytes in
+            [1, 64, 4096, 128 << 10, (1 << 20) - 64, LARGE_PAGE - 64, LARGE_PAGE, 3 * LARGE_PAGE + 64]
+        {
             let block = ZeroedPages::new(bytes);
             assert_eq!(block.len(), bytes);
             assert_eq!(block.as_ptr() as usize % 64, 0, "{bytes} bytes");

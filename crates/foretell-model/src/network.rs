@@ -223,11 +223,27 @@ pub(crate) struct Network<M> {
     connections: Vec<(NodeId, NodeId)>,
     /// The network's contribution to the world fingerprint, kept current by every change.
     hash: u128,
+    /// A one-word Bloom filter of the messages ever added ([`bloom_bit`]): a message whose bit
+    /// is clear is not held, so [`Network::holds`] searches the messages only for one that may
+    /// be. A removal leaves its bit set, which keeps the filter a superset.
+    may_hold: u64,
+}
+
+/// A message's bit in [`Network::may_hold`].
+fn bloom_bit(hash: u128) -> u64 {
+    1 << (hash as u32 & 63)
 }
 
 impl<M: Serialize> Network<M> {
     pub(crate) fn new(kind: NetworkKind) -> Self {
-        Network { kind, messages: Vec::new(), errors: Vec::new(), connections: Vec::new(), hash: 0 }
+        Network {
+            kind,
+            messages: Vec::new(),
+            errors: Vec::new(),
+            connections: Vec::new(),
+            hash: 0,
+            may_hold: 0,
+        }
     }
 
     /// A copy whose messages are copies too (see [`crate::World::detached`]).
@@ -305,6 +321,7 @@ impl<M: Serialize> Network<M> {
     /// Whether sending `envelope` would change nothing: a grow-only network holds it already.
     pub(crate) fn holds(&self, envelope: &Envelope<M>) -> bool {
         self.kind == NetworkKind::GrowOnly
+            && self.may_hold & bloom_bit(envelope.hash) != 0
             && self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&(envelope.to, envelope.hash))).is_ok()
     }
 
@@ -343,6 +360,7 @@ impl<M: Serialize> Network<M> {
             }
         };
         self.hash = self.hash.wrapping_add(term);
+        self.may_hold |= bloom_bit(hash);
         self.messages.insert(at, envelope);
         self.debug_check();
     }
@@ -384,6 +402,7 @@ impl<M: Serialize> Network<M> {
     /// Duplicates message `index` (a fault): the copy sits right behind the original.
     pub(crate) fn duplicate(&mut self, index: usize) {
         let copy = Arc::clone(&self.messages[index]);
+        self.may_hold |= bloom_bit(copy.hash);
         self.edit(index, |messages| messages.insert(index + 1, copy));
     }
 
@@ -518,6 +537,10 @@ impl<M: Serialize> Network<M> {
 
     fn debug_check(&self) {
         debug_assert_eq!(self.hash, self.compute_hash(), "the incremental network hash drifted");
+        debug_assert!(
+            self.messages.iter().all(|e| self.may_hold & bloom_bit(e.hash) != 0),
+            "the filter of held messages misses one"
+        );
     }
 
     /// The network's contribution to the world fingerprint.
@@ -565,7 +588,8 @@ impl<M: Serialize> Network<M> {
         errors: Vec<(NodeId, NodeId)>,
         connections: Vec<(NodeId, NodeId)>,
     ) -> Self {
-        let mut network = Network { kind, messages, errors, connections, hash: 0 };
+        let may_hold = messages.iter().fold(0, |bits, e| bits | bloom_bit(e.hash));
+        let mut network = Network { kind, messages, errors, connections, hash: 0, may_hold };
         network.hash = network.compute_hash();
         network
     }
@@ -660,6 +684,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_grow_only_network_holds_what_it_was_sent_whatever_its_filter_shares() {
+        let envelope = |msg: u8| Envelope::new(NodeId::new(usize::from(msg % 3)), NodeId::new(1), msg);
+        let mut network = Network::new(NetworkKind::GrowOnly);
+        for msg in (0..=254).step_by(2) {
+            assert!(!network.holds(&envelope(msg)));
+            network.send(envelope(msg));
+        }
+        let maybe = |msg: u8| network.may_hold & bloom_bit(envelope(msg).hash) != 0;
+        let unsent = || (1..=255).step_by(2);
+        assert!(unsent().any(maybe), "some message never sent shares a bit with one sent");
+        assert!(unsent().any(|msg| !maybe(msg)), "and some other does not");
+        for msg in 0..=255 {
+            assert_eq!(network.holds(&envelope(msg)), msg % 2 == 0, "message {msg}");
+        }
+        let parts =
+            Network::from_parts(NetworkKind::GrowOnly, network.messages.clone(), Vec::new(), Vec::new());
+        assert_eq!(parts.may_hold, network.may_hold);
     }
 
     #[test]
