@@ -11,9 +11,9 @@
 //! A block is a power of two of bytes, at a multiple of its size inside its page. Blocks come
 //! zeroed: a fresh page reads as zeros, and a block given back is zeroed by the system
 //! (`MADV_DONTNEED`) before another owner may take it; a page whose blocks are all given back
-//! is unmapped. Giving back part of a large page splits it into base pages; that only happens
-//! when a set drops its tables, or to the rest of a page whose table was outgrown (and whose
-//! neighbours, growing at about the same time, follow it).
+//! is unmapped. Giving back a block whose page still holds others, or releasing an outgrown
+//! table's block ([`super::ZeroedPages::release`]), splits that large page into base pages; the
+//! other tables of the page are outgrown at about the same time, so the split is short-lived.
 
 use super::{release_whole_pages, LARGE_PAGE};
 use std::ptr::NonNull;
@@ -49,7 +49,7 @@ impl SharedLargePages {
 
     /// The size of the block that serves `bytes`, if blocks of that size share large pages.
     pub(super) fn block_size(bytes: usize) -> Option<usize> {
-        let size = bytes.checked_next_power_of_two()?.max(SMALLEST);
+        let size = bytes.checked_next_power_of_two()?;
         (bytes >= SMALLEST && size <= LARGE_PAGE / 2).then_some(size)
     }
 
