@@ -233,7 +233,7 @@ trait Key: Copy + Eq {
     fn scan(bucket: &Bucket, key: Self) -> (bool, usize);
 
     /// Whether `bucket` holds `key`: [`Key::scan`]'s first half alone, for lookups, which need
-    /// no count (a bucket is full exactly when its last slot is used, see [`Table::holds`]).
+    /// no count (a bucket is full exactly when its last slot is used, see [`View::holds`]).
     fn found(bucket: &Bucket, key: Self) -> bool;
 
     /// Whether every slot of `bucket` is used: its last one is, since buckets fill from the
@@ -378,11 +378,6 @@ impl Region {
         self.pages.as_ptr().cast_const().cast()
     }
 
-    /// Where bucket `index` is, for a prefetch (which may name any address).
-    fn address(&self, index: usize) -> *const Bucket {
-        self.buckets().wrapping_add(index)
-    }
-
     fn bytes(&self) -> u64 {
         self.pages.len() as u64
     }
@@ -405,7 +400,7 @@ impl Region {
 /// insert — one bucket, seen or not — costs one cache miss and one well-predicted branch, and
 /// the processor can overlap the misses of consecutive inserts.
 ///
-/// Any thread may search a table while its shard's writer adds to it ([`Table::holds`]). Such
+/// Any thread may search a table while its shard's writer adds to it ([`View::holds`]). Such
 /// a lookup can only err towards "absent": a slot it reads is empty, or holds a key that was
 /// inserted. So "present" is final, and "absent" is confirmed under the shard's lock.
 struct Table<K> {
@@ -462,31 +457,6 @@ impl<K: Key> Table<K> {
         }
     }
 
-    /// Whether `key` (not [`Key::EMPTY`]) is in the table; safe while the writer inserts (see
-    /// [`Table`]).
-    #[inline(always)]
-    fn holds(&self, key: K) -> bool {
-        let mut bucket = key.home(self.shift);
-        loop {
-            let slots = self.region.bucket(bucket);
-            if K::found(slots, key) {
-                return true;
-            }
-            // A bucket with room would have held the key. A key being inserted meanwhile may be
-            // missed here; "absent" is settled under the lock, and "present" is only ever a key
-            // that was stored.
-            if !K::full(slots) {
-                return false;
-            }
-            bucket = (bucket + 1) & self.bucket_mask;
-        }
-    }
-
-    /// Where `key`'s home bucket is.
-    fn home_address(&self, key: K) -> *const Bucket {
-        self.region.address(key.home(self.shift))
-    }
-
     /// The same keys in a table of twice the buckets, not yet shared with any other thread.
     fn doubled(&self) -> Table<K> {
         let bits = self.bits() + 1;
@@ -511,12 +481,92 @@ impl<K: Key> Table<K> {
     }
 }
 
+/// A table as lookups see it, in one word: a pointer to its first bucket, with the table's
+/// shift in the low six bits, which the buckets' cache-line alignment leaves zero. The words of
+/// all 64 shards lie side by side ([`Sharded`]), so a lookup finds its table with one read from
+/// eight cache lines that every lookup touches, rather than a pointer to the table and then the
+/// table's fields, two reads from lines that a large set's traffic keeps evicting (about 6% of
+/// two-phase commit's time went to them; docs/BENCHMARKS.md).
+///
+/// A view may be read while the shard's writer inserts into its table, or after the table was
+/// outgrown: lookups through it can only err towards "absent" (see [`Table`]).
+#[derive(Clone, Copy)]
+struct View<K> {
+    tagged: *const Bucket,
+    key: PhantomData<K>,
+}
+
+impl<K: Key> View<K> {
+    /// The low bits that hold the shift.
+    const SHIFT_MASK: usize = 63;
+
+    /// `table` as lookups see it, to be published with [`View::publish`].
+    fn of(table: &Table<K>) -> Self {
+        let buckets = table.region.buckets();
+        debug_assert_eq!(buckets.addr() & Self::SHIFT_MASK, 0, "buckets are aligned to a cache line");
+        debug_assert!(table.shift as usize <= Self::SHIFT_MASK);
+        View { tagged: buckets.map_addr(|address| address | table.shift as usize), key: PhantomData }
+    }
+
+    /// Makes this view the one `slot` holds: a lookup that loads it ([`View::load`]) sees the
+    /// keys the table held when it was published.
+    fn publish(self, slot: &AtomicPtr<Bucket>) {
+        slot.store(self.tagged.cast_mut(), Release);
+    }
+
+    /// The view `slot` holds.
+    #[inline(always)]
+    fn load(slot: &AtomicPtr<Bucket>) -> Self {
+        View { tagged: slot.load(Acquire).cast_const(), key: PhantomData }
+    }
+
+    #[inline(always)]
+    fn buckets(self) -> *const Bucket {
+        self.tagged.map_addr(|address| address & !Self::SHIFT_MASK)
+    }
+
+    #[inline(always)]
+    fn shift(self) -> u32 {
+        (self.tagged.addr() & Self::SHIFT_MASK) as u32
+    }
+
+    /// Where `key`'s home bucket is, for a prefetch (which may name any address).
+    #[inline(always)]
+    fn home_address(self, key: K) -> *const Bucket {
+        self.buckets().wrapping_add(key.home(self.shift()))
+    }
+
+    /// Whether `key` (not [`Key::EMPTY`]) is in the table; safe while the writer inserts (see
+    /// [`Table`]).
+    #[inline(always)]
+    fn holds(self, key: K) -> bool {
+        let bucket_mask = (1usize << (K::BITS - self.shift())) - 1;
+        let mut bucket = key.home(self.shift());
+        loop {
+            // SAFETY: `bucket` is below the table's bucket count, and every table a view was
+            // made of stays allocated, zeroed or holding keys that were inserted, until its set
+            // is dropped (see `Writer::retired`).
+            let slots = unsafe { &*self.buckets().add(bucket) };
+            if K::found(slots, key) {
+                return true;
+            }
+            // A bucket with room would have held the key. A key being inserted meanwhile may be
+            // missed here; "absent" is settled under the lock, and "present" is only ever a key
+            // that was stored.
+            if !K::full(slots) {
+                return false;
+            }
+            bucket = (bucket + 1) & bucket_mask;
+        }
+    }
+}
+
 /// What only the thread holding a shard's lock touches: the shard's tables and their counts.
 struct Writer<K> {
-    /// The table inserts go to, which [`Shard::current`] points to.
+    /// The table inserts go to, which the shard's [`View`] shows.
     table: Box<Table<K>>,
     /// Tables outgrown, their memory released ([`Region::release`]) but kept addressable until
-    /// the set is dropped, for lookups that were still reading them.
+    /// the set is dropped, for lookups that were still reading them through an old view.
     #[allow(clippy::vec_box)] // boxed so that a table stays where lookups found it
     retired: Vec<Box<Table<K>>>,
     /// Slots in use.
@@ -540,9 +590,9 @@ impl<K: Key> Writer<K> {
     }
 
     /// Adds `key`, telling whether it was new. A resize is added to `bytes`, published to
-    /// `current`, and the old table's bytes subtracted.
+    /// `view`, and the old table's bytes subtracted.
     #[inline(always)]
-    fn insert(&mut self, key: K, bytes: &AtomicU64, current: &AtomicPtr<Table<K>>) -> bool {
+    fn insert(&mut self, key: K, bytes: &AtomicU64, view: &AtomicPtr<Bucket>) -> bool {
         if key == K::EMPTY {
             return !std::mem::replace(&mut self.empty_key, true);
         }
@@ -552,7 +602,7 @@ impl<K: Key> Writer<K> {
         K::put(self.table.region.bucket(bucket), slot, key);
         self.occupied += 1;
         if self.occupied >= self.limit {
-            self.grow(bytes, current);
+            self.grow(bytes, view);
         }
         true
     }
@@ -560,13 +610,12 @@ impl<K: Key> Writer<K> {
     /// Replaces the table with one of twice the size.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, bytes: &AtomicU64, current: &AtomicPtr<Table<K>>) {
+    fn grow(&mut self, bytes: &AtomicU64, view: &AtomicPtr<Bucket>) {
         let grown = Box::new(self.table.doubled());
         bytes.fetch_add(grown.region.bytes(), Relaxed);
         let capacity = grown.capacity();
         self.limit = capacity - capacity / 8;
-        // Release: a lookup that reads the new pointer sees the keys copied into its table.
-        current.store(std::ptr::from_ref::<Table<K>>(&grown).cast_mut(), Release);
+        View::of(&grown).publish(view);
         let old = std::mem::replace(&mut self.table, grown);
         old.region.release();
         bytes.fetch_sub(old.region.bytes(), Relaxed);
@@ -576,41 +625,40 @@ impl<K: Key> Writer<K> {
 
 /// The 64 shards of an exact or compact set.
 struct Sharded<K> {
+    /// Each shard's table as lookups see it, indexed like `shards` (boxed, to keep a visited
+    /// set small where it is an enum's variant).
+    views: Box<Views>,
     /// Indexed by the fingerprint's top [`SHARD_BITS`] bits.
     shards: Box<[Shard<K>]>,
     /// Heap bytes of the shard array and the tables, kept current across resizes.
     bytes: AtomicU64,
 }
 
+/// The shards' [`View`]s, side by side on eight cache lines of their own, which change only when
+/// a shard's table doubles.
+#[repr(align(64))]
+struct Views([AtomicPtr<Bucket>; SHARDS]);
+
 /// A value on cache lines of its own (two: Intel's prefetcher fetches lines in pairs), so that
 /// writes to its neighbours do not evict it from other cores.
 #[repr(align(128))]
 struct OwnLines<T>(T);
 
-/// One shard: the table every lookup reads, and the lock and counts that only inserts touch,
-/// apart so that the inserts of one thread do not slow the lookups of another.
+/// One shard: the lock and counts that only inserts touch, on lines of their own so that the
+/// inserts of one thread do not slow the lookups of another. Lookups read the shard's table
+/// through its [`View`].
 struct Shard<K> {
-    /// The writer's current table (or, right after a resize, one it retired). Changed only by a
-    /// resize; every table it ever pointed to lives as long as the shard.
-    current: OwnLines<AtomicPtr<Table<K>>>,
     /// Locked by [`FingerprintSet::insert`] to add a key found absent, borrowed by
-    /// [`FingerprintSet::insert_mut`].
+    /// [`FingerprintSet::insert_mut`]; with the count of keys, readable without the lock.
     writer: OwnLines<(Mutex<Writer<K>>, AtomicU64)>,
 }
 
 impl<K: Key> Shard<K> {
-    fn new() -> Self {
+    /// An empty shard, and the view of its table to publish.
+    fn new() -> (Self, View<K>) {
         let writer = Writer::new();
-        let current = AtomicPtr::new(std::ptr::from_ref::<Table<K>>(&writer.table).cast_mut());
-        Shard { current: OwnLines(current), writer: OwnLines((Mutex::new(writer), AtomicU64::new(0))) }
-    }
-
-    /// The table lookups read.
-    #[inline(always)]
-    fn current(&self) -> &Table<K> {
-        // SAFETY: `current` always points to a table owned by this shard's writer, as its
-        // current table or a retired one, and the writer frees none before the shard drops.
-        unsafe { &*self.current.0.load(Acquire) }
+        let view = View::of(&writer.table);
+        (Shard { writer: OwnLines((Mutex::new(writer), AtomicU64::new(0))) }, view)
     }
 
     /// The table's length, readable without the lock.
@@ -618,26 +666,33 @@ impl<K: Key> Shard<K> {
         self.writer.0 .1.load(Relaxed)
     }
 
-    /// Adds `key` under the lock.
-    fn insert_locked(&self, key: K, bytes: &AtomicU64) -> bool {
+    /// Adds `key` under the lock, publishing a doubled table to `view`.
+    fn insert_locked(&self, key: K, bytes: &AtomicU64, view: &AtomicPtr<Bucket>) -> bool {
         // A panic under the lock (only the size assertion in `Table::doubled`) leaves the old,
         // consistent table in place, so a poisoned writer is still good.
         let mut writer = self.writer.0 .0.lock().unwrap_or_else(PoisonError::into_inner);
-        let new = writer.insert(key, bytes, &self.current.0);
+        let new = writer.insert(key, bytes, view);
         if new {
             self.writer.0 .1.store(writer.len(), Relaxed);
         }
         new
+    }
+
+    /// The table's bytes.
+    fn table_bytes(&self) -> u64 {
+        self.writer.0 .0.lock().unwrap_or_else(PoisonError::into_inner).table.region.bytes()
     }
 }
 
 impl<K: Key> Sharded<K> {
     /// 64 empty shards.
     fn new() -> Self {
-        let shards: Box<[Shard<K>]> = (0..SHARDS).map(|_| Shard::new()).collect();
-        let table_bytes: u64 = shards.iter().map(|shard| shard.current().region.bytes()).sum();
-        let bytes = std::mem::size_of_val(&*shards) as u64 + table_bytes;
-        Sharded { shards, bytes: AtomicU64::new(bytes) }
+        let (shards, views): (Vec<Shard<K>>, Vec<View<K>>) = (0..SHARDS).map(|_| Shard::new()).unzip();
+        let views = Box::new(Views(std::array::from_fn(|i| AtomicPtr::new(views[i].tagged.cast_mut()))));
+        let shards = shards.into_boxed_slice();
+        let table_bytes: u64 = shards.iter().map(Shard::table_bytes).sum();
+        let bytes = (std::mem::size_of_val(&*shards) + std::mem::size_of::<Views>()) as u64 + table_bytes;
+        Sharded { views, shards, bytes: AtomicU64::new(bytes) }
     }
 
     /// The shard that holds `fp`.
@@ -645,30 +700,37 @@ impl<K: Key> Sharded<K> {
         (fp >> (64 - SHARD_BITS)) as usize
     }
 
+    /// The view of shard `index`'s table.
+    #[inline(always)]
+    fn view(&self, index: usize) -> View<K> {
+        View::load(&self.views.0[index])
+    }
+
     /// [`FingerprintSet::insert`]: a lookup without the lock, which settles every key already
     /// present (most of a search's), then, for one found absent, an insert under it.
     #[inline(always)]
     fn insert(&self, fp: u64) -> bool {
-        let shard = &self.shards[Self::shard(fp)];
+        let index = Self::shard(fp);
         let key = K::of(fp);
-        if key != K::EMPTY && shard.current().holds(key) {
+        if key != K::EMPTY && self.view(index).holds(key) {
             return false;
         }
-        shard.insert_locked(key, &self.bytes)
+        self.shards[index].insert_locked(key, &self.bytes, &self.views.0[index])
     }
 
     /// [`FingerprintSet::prefetch`]: the home bucket of `fp`.
     #[inline(always)]
     fn prefetch(&self, fp: u64) {
-        prefetch(self.shards[Self::shard(fp)].current().home_address(K::of(fp)));
+        prefetch(self.view(Self::shard(fp)).home_address(K::of(fp)));
     }
 
     /// [`FingerprintSet::insert_mut`].
     #[cfg(test)]
     fn insert_mut(&mut self, fp: u64) -> bool {
-        let shard = &mut self.shards[Self::shard(fp)];
+        let index = Self::shard(fp);
+        let shard = &mut self.shards[index];
         let writer = shard.writer.0 .0.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let new = writer.insert(K::of(fp), &self.bytes, &shard.current.0);
+        let new = writer.insert(K::of(fp), &self.bytes, &self.views.0[index]);
         *shard.writer.0 .1.get_mut() = writer.len();
         new
     }
@@ -681,7 +743,7 @@ impl<K: Key> Sharded<K> {
         if key == K::EMPTY {
             writer.empty_key
         } else {
-            writer.table.holds(key)
+            View::of(&writer.table).holds(key)
         }
     }
 
@@ -969,22 +1031,28 @@ mod tests {
         assert!(!set.contains(splitmix(1_250_000)));
     }
 
+    /// A shard alone, with the slot its view is published to.
+    fn lone_shard<K: Key>() -> (Shard<K>, AtomicPtr<Bucket>) {
+        let (shard, view) = Shard::new();
+        (shard, AtomicPtr::new(view.tagged.cast_mut()))
+    }
+
     /// A lookup may still be reading a table its shard has outgrown (its memory released). What
     /// it finds there is never a key that was not inserted, so "present" stays a safe answer.
     #[test]
     fn an_outgrown_table_finds_no_key_that_was_not_inserted() {
-        let (shard, bytes) = (Shard::<u64>::new(), AtomicU64::new(0));
-        let outgrown: *const Table<u64> = shard.current();
+        let ((shard, slot), bytes) = (lone_shard::<u64>(), AtomicU64::new(0));
+        let outgrown = View::<u64>::load(&slot);
         let mut inserted = 0;
-        while std::ptr::eq(shard.current(), outgrown) {
+        while std::ptr::eq(View::<u64>::load(&slot).tagged, outgrown.tagged) {
             inserted += 1;
-            assert!(shard.insert_locked(splitmix(inserted), &bytes));
+            assert!(shard.insert_locked(splitmix(inserted), &bytes, &slot));
         }
-        // SAFETY: the shard keeps every table it retired until it is dropped.
-        let outgrown = unsafe { &*outgrown };
         assert!((inserted + 1..inserted + 100_000).all(|i| !outgrown.holds(splitmix(i))));
-        assert!((1..=inserted).all(|i| shard.current().holds(splitmix(i))));
-        assert!((1..=inserted).all(|i| !shard.insert_locked(splitmix(i), &bytes)));
+        let grown = View::<u64>::load(&slot);
+        assert!(grown.shift() < outgrown.shift(), "the grown table has more buckets");
+        assert!((1..=inserted).all(|i| grown.holds(splitmix(i))));
+        assert!((1..=inserted).all(|i| !shard.insert_locked(splitmix(i), &bytes, &slot)));
     }
 
     /// The lock-free lookup stops at the first bucket with room: keys that overflowed their
@@ -993,14 +1061,15 @@ mod tests {
     #[test]
     fn lookups_follow_clusters_past_full_buckets() {
         fn check<K: Key>(keys: &[u64]) {
-            let (shard, bytes) = (Shard::<K>::new(), AtomicU64::new(0));
-            let table: *const Table<K> = shard.current();
+            let ((shard, slot), bytes) = (lone_shard::<K>(), AtomicU64::new(0));
+            let first = View::<K>::load(&slot);
             for &fp in keys {
-                assert!(shard.insert_locked(K::of(fp), &bytes));
+                assert!(shard.insert_locked(K::of(fp), &bytes, &slot));
             }
-            assert!(std::ptr::eq(shard.current(), table), "the cluster fits the first table");
-            assert!(keys.iter().all(|&fp| shard.current().holds(K::of(fp))));
-            assert!(keys.iter().all(|&fp| !shard.current().holds(K::of(fp + (1 << 40)))));
+            let view = View::<K>::load(&slot);
+            assert!(std::ptr::eq(view.tagged, first.tagged), "the cluster fits the first table");
+            assert!(keys.iter().all(|&fp| view.holds(K::of(fp))));
+            assert!(keys.iter().all(|&fp| !view.holds(K::of(fp + (1 << 40)))));
         }
         // 40 keys with one home bucket: it and the next four fill, the sixth has room.
         check::<u64>(&(1..=40).collect::<Vec<_>>());
