@@ -273,6 +273,31 @@ mod tests {
     }
 
     #[test]
+    fn inputs_past_the_64th_are_stepped_under_their_ordinals() {
+        // 66 inputs: only 64 and 65 bump. The first 64 fit the slot's bit set and are skipped
+        // once known; the last two are always looked up.
+        let driver = (0..66).fold(Driver::new(), |driver, i| {
+            driver.spontaneous(NodeId(0), if i < 64 { Input::Idle } else { Input::Bump })
+        });
+        let model = Model::new(Counter { mail: Vec::new(), disable_idle: false }).nodes(1).driver(driver);
+        let sim = Simulator::new(&model).unwrap();
+        let start = start(&sim);
+        let steps = || {
+            let mut steps = Vec::new();
+            sim.successors(&start, |s| steps.push((s.ordinal, s.action)));
+            steps
+        };
+        let expected = vec![(64, Action::Spontaneous(64)), (65, Action::Spontaneous(65))];
+        assert_eq!(steps(), expected);
+        assert_eq!(steps(), expected, "recalled");
+        assert_eq!(sim.idle_inputs(&start), u64::MAX, "every input of the bit set is known idle");
+        assert_eq!(steps(), expected, "skipped without a lookup, under the same ordinals");
+        for (ordinal, action) in expected {
+            assert_eq!(sim.successor_step(&start, ordinal).map(|(a, _)| a), Some(action));
+        }
+    }
+
+    #[test]
     fn another_model_numbering_the_inputs_otherwise_ignores_the_facts() {
         let model = counter([Input::Bump, Input::Idle]);
         let reordered = counter([Input::Idle, Input::Bump]);
