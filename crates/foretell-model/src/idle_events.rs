@@ -221,6 +221,21 @@ mod tests {
         count
     }
 
+    /// The successors of `world` as (ordinal, action).
+    fn successor_steps(sim: &Simulator<'_, Counter>, world: &World<Counter>) -> Vec<(u32, Action)> {
+        let mut steps = Vec::new();
+        sim.successors(world, |s| steps.push((s.ordinal, s.action)));
+        steps
+    }
+
+    /// Each step's ordinal names the same action to [`Simulator::successor_step`], which traces
+    /// use to replay a path.
+    fn assert_steps_replay(sim: &Simulator<'_, Counter>, world: &World<Counter>, steps: &[(u32, Action)]) {
+        for &(ordinal, action) in steps {
+            assert_eq!(sim.successor_step(world, ordinal).map(|(a, _)| a), Some(action));
+        }
+    }
+
     #[test]
     fn a_slot_learns_the_inputs_it_ignores_and_keeps_taking_the_others() {
         let model = counter([Input::Bump, Input::Idle]);
@@ -248,11 +263,7 @@ mod tests {
         let model = Model::new(counter).nodes(2).driver(driver).faults(faults);
         let sim = Simulator::new(&model).unwrap();
         let start = start(&sim);
-        let steps = || {
-            let mut steps = Vec::new();
-            sim.successors(&start, |s| steps.push((s.ordinal, s.action)));
-            steps
-        };
+        let steps = || successor_steps(&sim, &start);
         let ran = steps();
         let expected = [
             (1, Action::Spontaneous(1)),
@@ -267,9 +278,7 @@ mod tests {
         assert_eq!(start.nodes[1].idle.inputs.load(Relaxed), 0b1000);
         assert_eq!(sim.idle_inputs(&start), 0b1001, "each node's facts, under its own inputs");
         assert_eq!(steps(), ran, "skipped without a lookup, under the same ordinals");
-        for (ordinal, action) in ran {
-            assert_eq!(sim.successor_step(&start, ordinal).map(|(a, _)| a), Some(action));
-        }
+        assert_steps_replay(&sim, &start, &ran);
     }
 
     #[test]
@@ -282,19 +291,13 @@ mod tests {
         let model = Model::new(Counter { mail: Vec::new(), disable_idle: false }).nodes(1).driver(driver);
         let sim = Simulator::new(&model).unwrap();
         let start = start(&sim);
-        let steps = || {
-            let mut steps = Vec::new();
-            sim.successors(&start, |s| steps.push((s.ordinal, s.action)));
-            steps
-        };
+        let steps = || successor_steps(&sim, &start);
         let expected = vec![(64, Action::Spontaneous(64)), (65, Action::Spontaneous(65))];
         assert_eq!(steps(), expected);
         assert_eq!(steps(), expected, "recalled");
         assert_eq!(sim.idle_inputs(&start), u64::MAX, "every input of the bit set is known idle");
         assert_eq!(steps(), expected, "skipped without a lookup, under the same ordinals");
-        for (ordinal, action) in expected {
-            assert_eq!(sim.successor_step(&start, ordinal).map(|(a, _)| a), Some(action));
-        }
+        assert_steps_replay(&sim, &start, &expected);
     }
 
     #[test]
