@@ -508,6 +508,11 @@ impl<K: Key> View<K> {
         View { tagged: buckets.map_addr(|address| address | table.shift as usize), key: PhantomData }
     }
 
+    /// A slot holding this view, for lookups to load ([`View::load`]).
+    fn into_slot(self) -> AtomicPtr<Bucket> {
+        AtomicPtr::new(self.tagged.cast_mut())
+    }
+
     /// Makes this view the one `slot` holds: a lookup that loads it ([`View::load`]) sees the
     /// keys the table held when it was published.
     fn publish(self, slot: &AtomicPtr<Bucket>) {
@@ -688,7 +693,7 @@ impl<K: Key> Sharded<K> {
     /// 64 empty shards.
     fn new() -> Self {
         let (shards, views): (Vec<Shard<K>>, Vec<View<K>>) = (0..SHARDS).map(|_| Shard::new()).unzip();
-        let views = Box::new(Views(std::array::from_fn(|i| AtomicPtr::new(views[i].tagged.cast_mut()))));
+        let views = Box::new(Views(std::array::from_fn(|i| views[i].into_slot())));
         let shards = shards.into_boxed_slice();
         let table_bytes: u64 = shards.iter().map(Shard::table_bytes).sum();
         let bytes = (std::mem::size_of_val(&*shards) + std::mem::size_of::<Views>()) as u64 + table_bytes;
@@ -1034,7 +1039,7 @@ mod tests {
     /// A shard alone, with the slot its view is published to.
     fn lone_shard<K: Key>() -> (Shard<K>, AtomicPtr<Bucket>) {
         let (shard, view) = Shard::new();
-        (shard, AtomicPtr::new(view.tagged.cast_mut()))
+        (shard, view.into_slot())
     }
 
     /// A lookup may still be reading a table its shard has outgrown (its memory released). What
