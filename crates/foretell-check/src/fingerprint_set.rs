@@ -659,11 +659,9 @@ struct Shard<K> {
 }
 
 impl<K: Key> Shard<K> {
-    /// An empty shard, and the view of its table to publish.
-    fn new() -> (Self, View<K>) {
-        let writer = Writer::new();
-        let view = View::of(&writer.table);
-        (Shard { writer: OwnLines((Mutex::new(writer), AtomicU64::new(0))) }, view)
+    /// The shard of `writer`, whose table's view is published apart ([`Views`]).
+    fn holding(writer: Writer<K>) -> Self {
+        Shard { writer: OwnLines((Mutex::new(writer), AtomicU64::new(0))) }
     }
 
     /// The table's length, readable without the lock.
@@ -682,20 +680,16 @@ impl<K: Key> Shard<K> {
         }
         new
     }
-
-    /// The table's bytes.
-    fn table_bytes(&self) -> u64 {
-        self.writer.0 .0.lock().unwrap_or_else(PoisonError::into_inner).table.region.bytes()
-    }
 }
 
 impl<K: Key> Sharded<K> {
     /// 64 empty shards.
     fn new() -> Self {
-        let (shards, views): (Vec<Shard<K>>, Vec<View<K>>) = (0..SHARDS).map(|_| Shard::new()).unzip();
-        let views = Box::new(Views(std::array::from_fn(|i| views[i].into_slot())));
-        let shards = shards.into_boxed_slice();
-        let table_bytes: u64 = shards.iter().map(Shard::table_bytes).sum();
+        let writers: Vec<Writer<K>> = (0..SHARDS).map(|_| Writer::new()).collect();
+        let table_bytes: u64 = writers.iter().map(|writer| writer.table.region.bytes()).sum();
+        // A writer's table is boxed, so the views stay right as the writers move into shards.
+        let views = Box::new(Views(std::array::from_fn(|i| View::of(&writers[i].table).into_slot())));
+        let shards: Box<[Shard<K>]> = writers.into_iter().map(Shard::holding).collect();
         let bytes = (std::mem::size_of_val(&*shards) + std::mem::size_of::<Views>()) as u64 + table_bytes;
         Sharded { views, shards, bytes: AtomicU64::new(bytes) }
     }
@@ -1038,8 +1032,9 @@ mod tests {
 
     /// A shard alone, with the slot its view is published to.
     fn lone_shard<K: Key>() -> (Shard<K>, AtomicPtr<Bucket>) {
-        let (shard, view) = Shard::new();
-        (shard, view.into_slot())
+        let writer = Writer::new();
+        let slot = View::of(&writer.table).into_slot();
+        (Shard::holding(writer), slot)
     }
 
     /// A lookup may still be reading a table its shard has outgrown (its memory released). What
