@@ -189,7 +189,7 @@ impl<P: Protocol> Change<P> {
     fn delta(mut self, parent: &World<P>) -> Delta<P> {
         let network = self.next_network(&parent.network).map(Arc::new);
         let node = self.next_slot().map(|(node, slot)| (node, Arc::clone(slot)));
-        Delta::changed(self.fingerprint, node, network, self.rest.map(|rest| *rest))
+        Delta::changed(self.fingerprint, node, network, self.rest)
     }
 
     /// The acting node's index and its next slot, where the handler changed it.
