@@ -100,9 +100,11 @@ mod tests {
 
     /// A search moves a delta several times per new world (pushed, popped, swapped in, kept on
     /// the path), so its rare parts stay boxed: a fingerprint, a slot, a network, a box and the
-    /// variant's tag.
+    /// variant's tag (64 bytes on x86-64, where a `u128` is aligned to 16; less on narrower
+    /// targets).
     #[test]
-    fn a_delta_takes_64_bytes() {
-        assert_eq!(std::mem::size_of::<Delta<Nothing>>(), 64);
+    fn a_delta_takes_at_most_64_bytes() {
+        let size = std::mem::size_of::<Delta<Nothing>>();
+        assert!(size <= 64, "a delta takes {size} bytes");
     }
 }
