@@ -152,7 +152,7 @@ impl FingerprintSet {
     }
 
     /// [`FingerprintSet::insert`] for a single owner: no locks and no atomic operations.
-    #[cfg(test)]
+    #[inline]
     pub(crate) fn insert_mut(&mut self, fp: u64) -> bool {
         match &mut self.store {
             Store::Exact(set) => set.insert_mut(fp),
@@ -726,13 +726,25 @@ impl<K: Key> Sharded<K> {
         prefetch(self.view(Self::shard(fp)).home_address(K::of(fp)));
     }
 
-    /// [`FingerprintSet::insert_mut`].
-    #[cfg(test)]
+    /// [`FingerprintSet::insert_mut`]: the same lookup as [`Sharded::insert`] (through the
+    /// view, one read from the views' lines rather than the shard's and then its table's), then,
+    /// for a key found absent, an insert with the lock borrowed rather than taken.
+    #[inline(always)]
     fn insert_mut(&mut self, fp: u64) -> bool {
         let index = Self::shard(fp);
+        let key = K::of(fp);
+        if key != K::EMPTY && self.view(index).holds(key) {
+            return false;
+        }
+        self.insert_owned(index, key)
+    }
+
+    /// Adds `key` to shard `index`, which this owner alone can reach.
+    #[inline(never)]
+    fn insert_owned(&mut self, index: usize, key: K) -> bool {
         let shard = &mut self.shards[index];
         let writer = shard.writer.0 .0.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let new = writer.insert(K::of(fp), &self.bytes, &self.views.0[index]);
+        let new = writer.insert(key, &self.bytes, &self.views.0[index]);
         *shard.writer.0 .1.get_mut() = writer.len();
         new
     }
@@ -868,7 +880,6 @@ impl Bloom {
     }
 
     /// [`FingerprintSet::insert_mut`].
-    #[cfg(test)]
     #[inline]
     fn insert_mut(&mut self, fp: u64) -> bool {
         let mut fresh = 0;

@@ -80,7 +80,6 @@ impl ZeroedPages {
     }
 
     /// [`ZeroedPages::words`], for their one owner.
-    #[cfg(test)]
     pub(crate) fn words_mut(&mut self) -> &mut [AtomicU64] {
         // SAFETY: as in `words`, and `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.start.as_ptr().cast(), self.len() / 8) }

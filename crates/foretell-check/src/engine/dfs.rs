@@ -8,13 +8,14 @@
 //! the visited set plus the stacks, which stay small in depth-first order.
 //!
 //! A search on one thread keeps one world instead, and moves through the tree by swapping
-//! successors in and out of it, in the same order (`alone`).
+//! successors in and out of it, in the same order (`alone`); it owns the visited set, so it
+//! inserts without the shards' locks.
 //!
 //! With a depth bound the search remembers each world's smallest depth instead, and re-opens a
 //! world reached again by a shorter path, so that every world within the bound is explored —
 //! the bounded answer does not depend on the order in which paths were tried.
 
-use super::seen::{key_of, keyed_successors, lock, Keyed, Seen, Visit};
+use super::seen::{key_of, keyed_successors, lock, Keyed, Seen, Visit, Visitor};
 use crate::exploration::{Exploration, Tally};
 use crate::segmented_vec::SegmentedVec;
 use crate::shared_path::SharedPath;
@@ -32,22 +33,29 @@ type Found = (Vec<u32>, StepViolation);
 
 type Item<P> = (World<P>, Arc<Path>);
 
-struct Shared<'a, 'm, 'o, P: Protocol> {
+/// What every worker reports to: the exploration, the stop flag, the count of new worlds and
+/// the first violation.
+struct Run<'a, 'm, 'o, P: Protocol> {
     exp: &'a Exploration<'m, 'o, P>,
+    stop: AtomicBool,
+    unique: AtomicU64,
+    found: Mutex<Option<Found>>,
+}
+
+/// What the workers of a search on several threads share besides the [`Run`].
+struct Shared<'a, 'm, 'o, P: Protocol> {
+    run: Run<'a, 'm, 'o, P>,
     seen: Seen,
     stealers: Vec<Stealer<Item<P>>>,
     /// Worlds pushed and not yet expanded, on every stack: zero means the search is over.
     pending: AtomicUsize,
-    stop: AtomicBool,
-    unique: AtomicU64,
-    found: Mutex<Option<Found>>,
 }
 
 pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) -> Report {
     let threads = threads.clamp(1, crate::engine::bfs::MAX_THREADS);
     let sim = exp.sim;
     let bits = exp.options.fingerprint_bits;
-    let seen = Seen::new(exp.options, exp.options.depth_max.is_some());
+    let mut seen = Seen::new(exp.options, exp.options.depth_max.is_some());
     let properties = sim.model().properties().len();
     let mut tallies: Vec<Tally> = (0..threads).map(|_| Tally::new(properties)).collect();
     let mut roots = Vec::new();
@@ -63,19 +71,23 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
         }
         root += 1;
     });
-    let deques: Vec<Deque<Item<P>>> = (0..threads).map(|_| Deque::new_lifo()).collect();
-    let shared = Shared {
+    let run = Run {
         exp: &exp,
-        stealers: deques.iter().map(Deque::stealer).collect(),
-        pending: AtomicUsize::new(roots.len()),
         stop: AtomicBool::new(roots_found.is_some()),
         unique: AtomicU64::new(tallies[0].unique),
         found: Mutex::new(roots_found),
-        seen,
     };
-    if threads == 1 {
-        alone(&shared, roots, &mut tallies[0]);
+    let run = if threads == 1 {
+        alone(&run, &mut seen, roots, &mut tallies[0]);
+        run
     } else {
+        let deques: Vec<Deque<Item<P>>> = (0..threads).map(|_| Deque::new_lifo()).collect();
+        let shared = Shared {
+            run,
+            stealers: deques.iter().map(Deque::stealer).collect(),
+            pending: AtomicUsize::new(roots.len()),
+            seen,
+        };
         for item in roots {
             deques[0].push(item);
         }
@@ -85,10 +97,12 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
                 scope.spawn(move || work(shared, index, &deque, tally));
             }
         });
-    }
-    let found = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
-    let omission = shared.seen.omission();
-    let (visited_bytes, visited_len) = (shared.seen.bytes(), shared.seen.len());
+        seen = shared.seen;
+        shared.run
+    };
+    let found = run.found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let omission = seen.omission();
+    let (visited_bytes, visited_len) = (seen.bytes(), seen.len());
     for tally in &tallies {
         exp.absorb(tally);
     }
@@ -110,12 +124,12 @@ fn work<P: Protocol>(
     deque: &Deque<Item<P>>,
     tally: &mut Tally,
 ) {
-    let exp = shared.exp;
+    let exp = shared.run.exp;
     let sim: Simulator<'_, P> = exp.sim;
     let mut poll = Poll::default();
     let mut keyed = Vec::new();
     loop {
-        if shared.stop.load(Ordering::Relaxed) {
+        if shared.run.stop.load(Ordering::Relaxed) {
             return;
         }
         let Some((mut world, path)) = deque.pop().or_else(|| steal(shared, index)) else {
@@ -132,25 +146,33 @@ fn work<P: Protocol>(
             continue;
         }
         let before = tally.unique;
-        let found = expand(shared, &mut world, depth, &mut keyed, tally, |s, new, world, tally| {
-            let child = path.then(s.ordinal);
-            let next = s.into_world(world);
-            let violation = if new { tally.examine(sim, &next, depth as usize + 1, None) } else { None };
-            if violation.is_none() {
-                // Counted before it can be stolen, so that `pending` never drops to zero early.
-                shared.pending.fetch_add(1, Ordering::AcqRel);
-                deque.push((next, child));
-            }
-            violation
-        });
+        let found = expand(
+            &shared.run,
+            &mut &shared.seen,
+            &mut world,
+            depth,
+            &mut keyed,
+            tally,
+            |s, new, world, tally| {
+                let child = path.then(s.ordinal);
+                let next = s.into_world(world);
+                let violation = if new { tally.examine(sim, &next, depth as usize + 1, None) } else { None };
+                if violation.is_none() {
+                    // Counted before it can be stolen, so that `pending` never drops to zero early.
+                    shared.pending.fetch_add(1, Ordering::AcqRel);
+                    deque.push((next, child));
+                }
+                violation
+            },
+        );
         let found = found.map(|(ordinal, violation)| (path.then(ordinal).to_vec(), violation));
         shared.pending.fetch_sub(1, Ordering::AcqRel);
         if let Some(found) = found {
-            lock(&shared.found).get_or_insert(found);
-            shared.stop.store(true, Ordering::Relaxed);
+            lock(&shared.run.found).get_or_insert(found);
+            shared.run.stop.store(true, Ordering::Relaxed);
             return;
         }
-        if poll.after(shared, tally.unique - before, deque.len()) {
+        if poll.after(&shared.run, tally.unique - before, deque.len()) {
             return;
         }
     }
@@ -164,8 +186,8 @@ fn work<P: Protocol>(
 /// pending world costs the parts it changes rather than a node vector. Both stacks grow by
 /// segments: an unbounded model makes them millions of entries deep, and a doubling `Vec`
 /// would overshoot a memory budget for as long as it copies.
-fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally: &mut Tally) {
-    let exp = shared.exp;
+fn alone<P: Protocol>(run: &Run<'_, '_, '_, P>, mut seen: &mut Seen, roots: Vec<Item<P>>, tally: &mut Tally) {
+    let exp = run.exp;
     let sim: Simulator<'_, P> = exp.sim;
     let mut poll = Poll::default();
     let mut keyed = Vec::new();
@@ -178,7 +200,7 @@ fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally
         let mut depth = 0u32;
         steps.clear();
         loop {
-            if shared.stop.load(Ordering::Relaxed) {
+            if run.stop.load(Ordering::Relaxed) {
                 return;
             }
             let before = tally.unique;
@@ -186,7 +208,7 @@ fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally
                 exp.note_depth_cut();
                 None
             } else {
-                expand(shared, &mut world, depth, &mut keyed, tally, |s, new, world, tally| {
+                expand(run, &mut seen, &mut world, depth, &mut keyed, tally, |s, new, world, tally| {
                     let ordinal = s.ordinal;
                     let mut delta = s.into_delta(world);
                     let mut violation = None;
@@ -203,11 +225,11 @@ fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally
             };
             if let Some((ordinal, violation)) = found {
                 let path = [root].into_iter().chain(steps.iter().map(|(o, _)| *o)).chain([ordinal]).collect();
-                lock(&shared.found).get_or_insert((path, violation));
-                shared.stop.store(true, Ordering::Relaxed);
+                lock(&run.found).get_or_insert((path, violation));
+                run.stop.store(true, Ordering::Relaxed);
                 return;
             }
-            if poll.after(shared, tally.unique - before, pending.len()) {
+            if poll.after(run, tally.unique - before, pending.len()) {
                 return;
             }
             // Down to the next pending successor, from its parent.
@@ -230,22 +252,23 @@ fn alone<P: Protocol>(shared: &Shared<'_, '_, '_, P>, roots: Vec<Item<P>>, tally
 /// a depth bound); `fresh` examines it if new and keeps it. The first violation ends the
 /// expansion, with the ordinal of its successor: a step's own, or one `fresh` returns.
 fn expand<P: Protocol>(
-    shared: &Shared<'_, '_, '_, P>,
+    run: &Run<'_, '_, '_, P>,
+    seen: &mut impl Visitor,
     world: &mut World<P>,
     depth: u32,
     keyed: &mut Vec<Keyed<P>>,
     tally: &mut Tally,
     mut fresh: impl FnMut(Keyed<P>, bool, &mut World<P>, &mut Tally) -> Option<StepViolation>,
 ) -> Option<(u32, StepViolation)> {
-    let bits = shared.exp.options.fingerprint_bits;
-    keyed_successors(shared.exp.sim, world, &shared.seen, keyed);
+    let bits = run.exp.options.fingerprint_bits;
+    keyed_successors(run.exp.sim, world, seen.set(), keyed);
     for mut s in keyed.drain(..) {
         tally.transitions += 1;
         let ordinal = s.ordinal;
         if let Some(violation) = s.violation.take() {
             return Some((ordinal, *violation));
         }
-        let new = match shared.seen.visit(s.key, bits, depth + 1) {
+        let new = match seen.visit(s.key, bits, depth + 1) {
             Visit::Seen => continue,
             Visit::Reopened => false,
             Visit::New => true,
@@ -269,18 +292,18 @@ struct Poll {
 impl Poll {
     /// Counts one expanded world that added `new` worlds, with `queued` waiting on the worker;
     /// whether the search must stop.
-    fn after<P: Protocol>(&mut self, shared: &Shared<'_, '_, '_, P>, new: u64, queued: usize) -> bool {
+    fn after<P: Protocol>(&mut self, run: &Run<'_, '_, '_, P>, new: u64, queued: usize) -> bool {
         self.unpolled += new;
         self.expanded += 1;
         if self.expanded < 256 {
             return false;
         }
         self.expanded = 0;
-        let unique = shared.unique.fetch_add(self.unpolled, Ordering::Relaxed) + self.unpolled;
+        let unique = run.unique.fetch_add(self.unpolled, Ordering::Relaxed) + self.unpolled;
         self.unpolled = 0;
-        let stop = shared.exp.poll(unique, queued);
+        let stop = run.exp.poll(unique, queued);
         if stop {
-            shared.stop.store(true, Ordering::Relaxed);
+            run.stop.store(true, Ordering::Relaxed);
         }
         stop
     }

@@ -103,6 +103,49 @@ impl Seen {
     }
 }
 
+/// A worker's way into the visited set: shared with other workers (`&Seen`: a key found absent
+/// is inserted under its shard's lock), or owned by the only one (`&mut Seen`: no lock, no
+/// atomic operation, and one probe of the table per key instead of a lookup and then an
+/// insert).
+pub(crate) trait Visitor {
+    /// The set itself, for [`keyed_successors`]' hints.
+    fn set(&self) -> &Seen;
+
+    /// [`Seen::visit`].
+    fn visit(&mut self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit;
+}
+
+impl Visitor for &Seen {
+    fn set(&self) -> &Seen {
+        self
+    }
+
+    #[inline(always)]
+    fn visit(&mut self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
+        Seen::visit(self, fingerprint, bits, depth)
+    }
+}
+
+impl Visitor for &mut Seen {
+    fn set(&self) -> &Seen {
+        self
+    }
+
+    #[inline(always)]
+    fn visit(&mut self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
+        match self {
+            Seen::Set(set) => {
+                if set.insert_mut(fingerprint.short()) {
+                    Visit::New
+                } else {
+                    Visit::Seen
+                }
+            }
+            Seen::Wide(_) | Seen::Depths(_) => Seen::visit(self, fingerprint, bits, depth),
+        }
+    }
+}
+
 /// Locks `mutex`, ignoring poisoning: the sets stay consistent whatever a panicking thread did.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
