@@ -240,6 +240,9 @@ trait Key: Copy + Eq {
     /// front.
     fn full(bucket: &Bucket) -> bool;
 
+    /// How many slots of `bucket` are used: the index of its first free one.
+    fn used(bucket: &Bucket) -> usize;
+
     /// Stores `key` in slot `index` of `bucket`, which is free. Only a shard's writer stores,
     /// one at a time.
     fn put(bucket: &Bucket, index: usize, key: Self);
@@ -297,6 +300,11 @@ impl Key for u64 {
         bucket[7].load(Relaxed) != 0
     }
 
+    #[inline(always)]
+    fn used(bucket: &Bucket) -> usize {
+        words(bucket).iter().map(|&slot| usize::from(slot != 0)).sum()
+    }
+
     fn put(bucket: &Bucket, index: usize, key: u64) {
         bucket[index].store(key, Relaxed);
     }
@@ -341,6 +349,11 @@ impl Key for u32 {
     #[inline(always)]
     fn full(bucket: &Bucket) -> bool {
         bucket[7].load(Relaxed) >> 32 != 0
+    }
+
+    #[inline(always)]
+    fn used(bucket: &Bucket) -> usize {
+        words(bucket).iter().map(|&word| usize::from(word as u32 != 0) + usize::from(word >> 32 != 0)).sum()
     }
 
     fn put(bucket: &Bucket, index: usize, key: u32) {
@@ -548,6 +561,13 @@ impl<K: Key> View<K> {
     /// [`Table`]).
     #[inline(always)]
     fn holds(self, key: K) -> bool {
+        self.room(key).is_none()
+    }
+
+    /// `None` if the table holds `key` (not [`Key::EMPTY`]), else the first bucket from its
+    /// home with a free slot, where it belongs; safe while the writer inserts (see [`Table`]).
+    #[inline(always)]
+    fn room(self, key: K) -> Option<usize> {
         let bucket_mask = (1usize << (K::BITS - self.shift())) - 1;
         let mut bucket = key.home(self.shift());
         loop {
@@ -556,13 +576,13 @@ impl<K: Key> View<K> {
             // is dropped (see `Writer::retired`).
             let slots = unsafe { &*self.buckets().add(bucket) };
             if K::found(slots, key) {
-                return true;
+                return None;
             }
             // A bucket with room would have held the key. A key being inserted meanwhile may be
             // missed here; "absent" is settled under the lock, and "present" is only ever a key
             // that was stored.
             if !K::full(slots) {
-                return false;
+                return Some(bucket);
             }
             bucket = (bucket + 1) & bucket_mask;
         }
@@ -607,12 +627,27 @@ impl<K: Key> Writer<K> {
         let Ok((bucket, slot)) = self.table.vacancy(key) else {
             return false;
         };
+        self.fill(bucket, slot, key, bytes, view);
+        true
+    }
+
+    /// Adds `key`, which the table does not hold and [`View::room`] placed in `bucket`: only
+    /// the writer adds keys, so for the set's one owner nothing can have taken the room since.
+    #[inline(always)]
+    fn insert_at(&mut self, bucket: usize, key: K, bytes: &AtomicU64, view: &AtomicPtr<Bucket>) {
+        let slot = K::used(self.table.region.bucket(bucket));
+        self.fill(bucket, slot, key, bytes, view);
+    }
+
+    /// Stores `key` in free `slot` of `bucket`, doubling the table if that filled it to its
+    /// limit.
+    #[inline(always)]
+    fn fill(&mut self, bucket: usize, slot: usize, key: K, bytes: &AtomicU64, view: &AtomicPtr<Bucket>) {
         K::put(self.table.region.bucket(bucket), slot, key);
         self.occupied += 1;
         if self.occupied >= self.limit {
             self.grow(bytes, view);
         }
-        true
     }
 
     /// Replaces the table with one of twice the size.
@@ -727,24 +762,35 @@ impl<K: Key> Sharded<K> {
     }
 
     /// [`FingerprintSet::insert_mut`]: the same lookup as [`Sharded::insert`] (through the
-    /// view, one read from the views' lines rather than the shard's and then its table's), then,
-    /// for a key found absent, an insert with the lock borrowed rather than taken.
+    /// view, one read from the views' lines rather than the shard's and then its table's), which
+    /// for a key found absent also finds its place, then the insert there, with the lock
+    /// borrowed rather than taken.
     #[inline(always)]
     fn insert_mut(&mut self, fp: u64) -> bool {
         let index = Self::shard(fp);
         let key = K::of(fp);
-        if key != K::EMPTY && self.view(index).holds(key) {
-            return false;
+        if key == K::EMPTY {
+            return self.insert_owned(index, key, None);
         }
-        self.insert_owned(index, key)
+        match self.view(index).room(key) {
+            Some(bucket) => self.insert_owned(index, key, Some(bucket)),
+            None => false,
+        }
     }
 
-    /// Adds `key` to shard `index`, which this owner alone can reach.
+    /// Adds `key` to shard `index`, which this owner alone can reach: in `bucket`, the room
+    /// [`View::room`] found for it, or, for [`Key::EMPTY`], by the writer's flag.
     #[inline(never)]
-    fn insert_owned(&mut self, index: usize, key: K) -> bool {
+    fn insert_owned(&mut self, index: usize, key: K, bucket: Option<usize>) -> bool {
         let shard = &mut self.shards[index];
         let writer = shard.writer.0 .0.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let new = writer.insert(key, &self.bytes, &self.views.0[index]);
+        let new = match bucket {
+            Some(bucket) => {
+                writer.insert_at(bucket, key, &self.bytes, &self.views.0[index]);
+                true
+            }
+            None => writer.insert(key, &self.bytes, &self.views.0[index]),
+        };
         *shard.writer.0 .1.get_mut() = writer.len();
         new
     }
