@@ -201,10 +201,14 @@ impl<P: Protocol> Change<P> {
     /// The network after the step, if it changes `parent`'s: the event's own edit, then the
     /// handler's sends. Takes the edit out of the change.
     fn next_network(&mut self, parent: &Network<P::Msg>) -> Option<Network<P::Msg>> {
+        let sends = match &self.step {
+            Some(HandlerStep { lands: true, ran, .. }) => ran.sends.len(),
+            _ => 0,
+        };
         let edited = match std::mem::replace(&mut self.network, NetworkEdit::None) {
             NetworkEdit::None => None,
             NetworkEdit::Consume(index) => {
-                let mut network = parent.clone();
+                let mut network = parent.clone_with_room(sends);
                 network.deliver(index as usize);
                 Some(network)
             }
@@ -212,7 +216,7 @@ impl<P: Protocol> Change<P> {
         };
         match (edited, &self.step) {
             (edited, Some(HandlerStep { lands: true, ran, .. })) => {
-                let mut network = edited.unwrap_or_else(|| parent.clone());
+                let mut network = edited.unwrap_or_else(|| parent.clone_with_room(sends));
                 network.send_all(&ran.sends);
                 Some(network)
             }
