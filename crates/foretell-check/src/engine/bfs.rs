@@ -8,7 +8,8 @@
 //! stay shortest whatever the thread count, and the distinct-state count is the same in every
 //! run. (When several violations lie at that depth, which one a multi-threaded run reports
 //! depends on which worker reaches one first; one thread always reports the same one.) One
-//! thread runs the same code without spawning.
+//! thread runs the same code without spawning, and owns the visited set, so it inserts without
+//! the shards' locks.
 //!
 //! A level is built and taken in chunks of [`CHUNK`] worlds: a worker fills chunks of the next
 //! level as it finds new worlds, takes whole chunks of the current one, and drops each world
@@ -22,7 +23,7 @@
 //! grows without copying. A trace is rebuilt by following them to an initial world and
 //! re-executing the ordinals.
 
-use super::seen::{key_of, keyed_successors, lock, Seen, Visit};
+use super::seen::{key_of, keyed_successors, lock, Seen, Visit, Visitor};
 use crate::exploration::{Exploration, Found, Tally};
 use crate::segmented_vec::SegmentedVec;
 use crate::Report;
@@ -137,7 +138,6 @@ impl<P: Protocol> Worker<P> {
 struct Shared<'a, 'm, 'o, P: Protocol> {
     sim: Simulator<'a, P>,
     exp: &'a Exploration<'m, 'o, P>,
-    visited: &'a Seen,
     barrier: Barrier,
     /// The current level: one share per worker.
     level: RwLock<Vec<Share<P>>>,
@@ -199,7 +199,7 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     let threads = threads.clamp(1, MAX_THREADS);
     let sim = exp.sim;
     let properties = sim.model().properties().len();
-    let visited = Seen::new(exp.options, false);
+    let mut visited = Seen::new(exp.options, false);
     let bits = exp.options.fingerprint_bits;
     let mut workers: Vec<Worker<P>> = (0..threads).map(|i| Worker::new(i, properties)).collect();
     let mut initial = Vec::new();
@@ -219,7 +219,6 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     let shared = Shared {
         sim,
         exp: &exp,
-        visited: &visited,
         barrier: Barrier::new(threads),
         level: RwLock::new(vec![Share::new(chunked(initial))]),
         next: (0..threads).map(|_| Mutex::default()).collect(),
@@ -233,12 +232,13 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     };
     shared.done.store(shared.ends_at(worlds, 0), Ordering::Relaxed);
     if threads == 1 {
-        work(&shared, &mut workers[0]);
+        // The one worker owns the visited set: no locks (see `Visitor`).
+        work(&shared, &mut workers[0], &mut visited);
     } else {
         std::thread::scope(|scope| {
             for worker in &mut workers {
-                let shared = &shared;
-                scope.spawn(move || work(shared, worker));
+                let (shared, visited) = (&shared, &visited);
+                scope.spawn(move || work(shared, worker, visited));
             }
         });
     }
@@ -269,14 +269,14 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
 /// wakes sleeping threads, for less work than one wake-up. A deep, narrow space (a counter
 /// that grows without bound) is nothing but such levels; with them shared, two threads were
 /// 17 times slower than one there.
-fn work<P: Protocol>(shared: &Shared<'_, '_, '_, P>, worker: &mut Worker<P>) {
+fn work<P: Protocol>(shared: &Shared<'_, '_, '_, P>, worker: &mut Worker<P>, mut visited: impl Visitor) {
     let mut panicked = None;
     while !shared.done.load(Ordering::Relaxed) {
-        expand_guarded(shared, worker, &mut panicked);
+        expand_guarded(shared, worker, &mut visited, &mut panicked);
         if shared.barrier.wait().is_leader() {
             shared.next_level();
             while shared.goes_on_solo() {
-                expand_guarded(shared, worker, &mut panicked);
+                expand_guarded(shared, worker, &mut visited, &mut panicked);
                 shared.next_level();
             }
         }
@@ -293,11 +293,12 @@ fn work<P: Protocol>(shared: &Shared<'_, '_, '_, P>, worker: &mut Worker<P>) {
 fn expand_guarded<P: Protocol>(
     shared: &Shared<'_, '_, '_, P>,
     worker: &mut Worker<P>,
+    visited: &mut impl Visitor,
     panicked: &mut Option<Box<dyn std::any::Any + Send>>,
 ) {
     if panicked.is_none() {
         let level = shared.level.read().unwrap_or_else(PoisonError::into_inner);
-        let expanded = catch_unwind(AssertUnwindSafe(|| expand_level(shared, &level, worker)));
+        let expanded = catch_unwind(AssertUnwindSafe(|| expand_level(shared, &level, worker, visited)));
         if let Err(payload) = expanded {
             shared.stop.store(true, Ordering::Relaxed);
             *panicked = Some(payload);
@@ -308,7 +309,12 @@ fn expand_guarded<P: Protocol>(
 
 /// Expands the worlds of the current level this worker takes, until the level is done or the
 /// search must stop.
-fn expand_level<P: Protocol>(shared: &Shared<'_, '_, '_, P>, level: &[Share<P>], worker: &mut Worker<P>) {
+fn expand_level<P: Protocol>(
+    shared: &Shared<'_, '_, '_, P>,
+    level: &[Share<P>],
+    worker: &mut Worker<P>,
+    visited: &mut impl Visitor,
+) {
     let exp = shared.exp;
     let sim = shared.sim;
     let depth = shared.depth.load(Ordering::Relaxed) as u32 + 1;
@@ -340,7 +346,7 @@ fn expand_level<P: Protocol>(shared: &Shared<'_, '_, '_, P>, level: &[Share<P>],
             if let Some((ahead, _)) = chunk.get(at + PREFETCH_AHEAD / 2) {
                 ahead.prefetch_messages();
             }
-            keyed_successors(sim, world, shared.visited, &mut keyed);
+            keyed_successors(sim, world, visited.set(), &mut keyed);
             for mut s in keyed.drain(..) {
                 worker.tally.transitions += 1;
                 if let Some(violation) = s.violation.take() {
@@ -349,7 +355,7 @@ fn expand_level<P: Protocol>(shared: &Shared<'_, '_, '_, P>, level: &[Share<P>],
                     worker.found = Some((step, *violation));
                     break;
                 }
-                if !matches!(shared.visited.visit(s.key, bits, depth), Visit::New) {
+                if !matches!(visited.visit(s.key, bits, depth), Visit::New) {
                     continue;
                 }
                 let child = worker.record(*id, s.ordinal);
