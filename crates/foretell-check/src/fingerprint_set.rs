@@ -41,7 +41,7 @@
 //!   hashing, same performance", ESA 2006) show costs nothing in false-positive rate.
 
 use crate::zeroed_pages::ZeroedPages;
-use foretell_model::prefetch;
+use foretell_model::prefetch_once;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Mutex, PoisonError};
@@ -758,7 +758,7 @@ impl<K: Key> Sharded<K> {
     /// [`FingerprintSet::prefetch`]: the home bucket of `fp`.
     #[inline(always)]
     fn prefetch(&self, fp: u64) {
-        prefetch(self.view(Self::shard(fp)).home_address(K::of(fp)));
+        prefetch_once(self.view(Self::shard(fp)).home_address(K::of(fp)));
     }
 
     /// [`FingerprintSet::insert_mut`]: the same lookup as [`Sharded::insert`] (through the
@@ -901,7 +901,7 @@ impl Bloom {
     fn prefetch(&self, fp: u64) {
         let words = self.words.words();
         for (word, _) in self.bits(fp) {
-            prefetch(&words[word]);
+            prefetch_once(&words[word]);
         }
     }
 

@@ -1,4 +1,4 @@
-//! A cache hint, for the hot loops of the model and the engines: start loading a line of memory
+//! Cache hints, for the hot loops of the model and the engines: start loading a line of memory
 //! that a few steps from now will read, so that its miss overlaps other work.
 
 /// Hints the processor to load the cache line at `address` into every level of the cache. No
@@ -11,6 +11,22 @@ pub fn prefetch<T>(address: *const T) {
     // faults, whatever the address.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
+/// Hints the processor to load the cache line at `address` for one read soon, with as little
+/// room in the outer caches as the processor gives such lines (`prefetchnta`): for the visited
+/// set's buckets, read at random and once per lookup, which would otherwise push out lines the
+/// search reads again (node slots, the step memo). Harmless like [`prefetch`].
+#[inline(always)]
+pub fn prefetch_once<T>(address: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetchnta` only hints the cache; it reads nothing architecturally and never
+    // faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_NTA }>(address.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = address;

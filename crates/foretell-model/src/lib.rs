@@ -46,7 +46,7 @@ mod weights;
 mod world;
 mod world_bytes;
 
-pub use cache_hint::prefetch;
+pub use cache_hint::{prefetch, prefetch_once};
 pub use caught_panic::{catch_panic, panic_message};
 pub use delta::Delta;
 pub use event::{Action, Event};
