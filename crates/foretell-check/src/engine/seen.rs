@@ -105,8 +105,9 @@ impl Seen {
 
 /// A worker's way into the visited set: shared with other workers (`&Seen`: a key found absent
 /// is inserted under its shard's lock), or owned by the only one (`&mut Seen`: no lock, no
-/// locked instruction, and one probe of the table per key instead of a lookup and then an
-/// insert; in the exact and compact modes, the other sets take the locked path).
+/// locked instruction, and in the exact and compact tables one probe per key instead of a
+/// lookup and then an insert; the hash maps of 128-bit fingerprints and of depths keep their
+/// locks).
 pub(crate) trait Visitor {
     /// The set itself, for [`keyed_successors`]' hints.
     fn set(&self) -> &Seen;
