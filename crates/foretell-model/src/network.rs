@@ -213,7 +213,7 @@ impl<M> Iterator for Deliverable<'_, M> {
 }
 
 /// The state of the network: part of every world.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Network<M> {
     kind: NetworkKind,
     messages: Vec<Arc<Envelope<M>>>,
@@ -227,6 +227,32 @@ pub(crate) struct Network<M> {
     /// is clear is not held, so [`Network::holds`] searches the messages only for one that may
     /// be. A removal leaves its bit set, which keeps the filter a superset.
     may_hold: u64,
+}
+
+/// A copy is [`Network::clone_with_room`] with no room to spare: one way to copy a network.
+impl<M> Clone for Network<M> {
+    fn clone(&self) -> Self {
+        self.clone_with_room(0)
+    }
+}
+
+impl<M> Network<M> {
+    /// A copy with room for `more` messages beyond this network's. A step that sends builds
+    /// its next network as a copy of its parent's plus the sends; a plain copy's list is
+    /// exactly full, so the first send reallocated it (1.5% of a 2PC N = 6 search's
+    /// instructions, in `realloc`).
+    pub(crate) fn clone_with_room(&self, more: usize) -> Self {
+        let mut messages = Vec::with_capacity(self.messages.len() + more);
+        messages.extend(self.messages.iter().cloned());
+        Network {
+            kind: self.kind,
+            messages,
+            errors: self.errors.clone(),
+            connections: self.connections.clone(),
+            hash: self.hash,
+            may_hold: self.may_hold,
+        }
+    }
 }
 
 /// A message's bit in [`Network::may_hold`].
@@ -243,23 +269,6 @@ impl<M: Serialize> Network<M> {
             connections: Vec::new(),
             hash: 0,
             may_hold: 0,
-        }
-    }
-
-    /// A copy with room for `more` messages beyond this network's. A step that sends builds
-    /// its next network as a copy of its parent's plus the sends; a plain copy's list is
-    /// exactly full, so the first send reallocated it (1.5% of a 2PC N = 6 search's
-    /// instructions, in `realloc`).
-    pub(crate) fn clone_with_room(&self, more: usize) -> Self {
-        let mut messages = Vec::with_capacity(self.messages.len() + more);
-        messages.extend(self.messages.iter().cloned());
-        Network {
-            kind: self.kind,
-            messages,
-            errors: self.errors.clone(),
-            connections: self.connections.clone(),
-            hash: self.hash,
-            may_hold: self.may_hold,
         }
     }
 
