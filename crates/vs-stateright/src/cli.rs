@@ -4,8 +4,10 @@
 //! alternating run by run, and every run in a fresh child process: the binary re-invokes itself
 //! as `vs-stateright one --tool T --model M --n N --engine E --threads K`, which checks once and
 //! prints one JSON line (distinct states, seconds of the check call, peak RSS). The parent prints
-//! a Markdown table of medians and exits non-zero if a distinct-state count differs from the
-//! published one (and so between the tools). Two-phase commit's one-thread breadth-first rows
+//! a Markdown table of medians, with foretell's speed over Stateright's both as the ratio of the
+//! medians and per round (the two tools' runs of one round, side by side in time: on a machine
+//! whose speed drifts, the steadier figure), and exits non-zero if a distinct-state count differs
+//! from the published one (and so between the tools). Two-phase commit's one-thread breadth-first rows
 //! also run a hand-written search of that model (`--tool hand-written`), and a second table sets
 //! foretell's one-thread figures beside it.
 //!

@@ -59,6 +59,15 @@ pub struct Row {
 }
 
 impl Row {
+    /// foretell's speed over Stateright's in each round: Stateright's seconds over foretell's in
+    /// the two runs of the same round (equal counts make that the ratio of states/s). The two
+    /// runs of a round follow one another, so a machine that slows down or speeds up over the
+    /// benchmark moves both alike, where the ratio of the medians can pair a fast run of one
+    /// tool with a slow run of the other.
+    pub fn round_ratios(&self) -> Vec<f64> {
+        self.foretell.0.iter().zip(&self.stateright.0).map(|(f, s)| s.seconds / f.seconds).collect()
+    }
+
     /// Whether every run of every tool found the published distinct-state count.
     pub fn counts_equal(&self) -> bool {
         let expected = self.spec.published_states();
@@ -89,8 +98,8 @@ pub fn markdown(rows: &[Row]) -> String {
     let mut out = String::from(
         "| model | engine | threads | foretell states | stateright states | equal? | foretell median s \
          | stateright median s | foretell states/s | stateright states/s | foretell peak MB \
-         | stateright peak MB | foretell/stateright states/s |\n\
-         | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+         | stateright peak MB | foretell/stateright states/s | per round: median (range) |\n\
+         | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for row in rows {
         let (f, s) = (&row.foretell, &row.stateright);
@@ -109,10 +118,21 @@ pub fn markdown(rows: &[Row]) -> String {
             or_na(f.median_peak_mb(), |x| format!("{x:.1}")),
             or_na(s.median_peak_mb(), |x| format!("{x:.1}")),
             or_na(ratio, |x| format!("{x:.2}")),
+            spread(row.round_ratios()),
         ];
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out
+}
+
+/// The median of `ratios` with their smallest and largest, as "4.83 (4.68 to 4.96)".
+fn spread(ratios: Vec<f64>) -> String {
+    let low = ratios.iter().copied().reduce(f64::min);
+    let high = ratios.iter().copied().reduce(f64::max);
+    match (median(ratios), low, high) {
+        (Some(mid), Some(low), Some(high)) => format!("{mid:.2} ({low:.2} to {high:.2})"),
+        _ => "n/a".into(),
+    }
 }
 
 /// The Markdown table of two-phase commit on one thread: the hand-written search beside
@@ -161,6 +181,37 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000), "1,000");
         assert_eq!(thousands(1_745_408), "1,745,408");
+    }
+
+    fn runs(seconds: &[f64]) -> Samples {
+        Samples(
+            seconds
+                .iter()
+                .map(|&seconds| Measurement { states: 10, seconds, peak_rss_bytes: None })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn each_round_pairs_the_tools_runs_of_that_round() {
+        let spec = Spec { family: Family::TwoPhase, size: 8 };
+        let row = Row {
+            spec,
+            engine: Engine::Dfs,
+            threads: 1,
+            // The machine slows down in the second round: both tools take twice as long.
+            foretell: runs(&[1.0, 2.0, 1.0]),
+            stateright: runs(&[5.0, 10.0, 4.0]),
+            hand_written: Samples::default(),
+        };
+        assert_eq!(row.round_ratios(), [5.0, 5.0, 4.0]);
+        assert_eq!(spread(row.round_ratios()), "5.00 (4.00 to 5.00)");
+        assert_eq!(spread(Vec::new()), "n/a");
+        let table = markdown(&[row]);
+        assert!(
+            table.lines().nth(2).is_some_and(|line| line.ends_with("| 5.00 (4.00 to 5.00) |")),
+            "{table}"
+        );
     }
 
     #[test]
