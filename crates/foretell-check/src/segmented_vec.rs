@@ -72,6 +72,16 @@ impl<T> SegmentedVec<T> {
         }
     }
 
+    /// The entry at `index`, to change in place, if there is one.
+    pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut T> {
+        let (segment, offset) = (index / Self::SEGMENT, index % Self::SEGMENT);
+        match segment.cmp(&self.below.len()) {
+            std::cmp::Ordering::Less => Some(&mut self.below[segment][offset]),
+            std::cmp::Ordering::Equal => self.top.get_mut(offset),
+            std::cmp::Ordering::Greater => None,
+        }
+    }
+
     /// Removes every entry, keeping one segment.
     pub(crate) fn clear(&mut self) {
         self.below.truncate(1);
@@ -131,6 +141,21 @@ mod tests {
             assert_eq!(vec.len(), i as usize);
         }
         assert_eq!(vec.pop(), None);
+    }
+
+    #[test]
+    fn an_entry_changes_in_place_in_any_segment() {
+        let mut vec = SegmentedVec::new();
+        let n = 2 * SegmentedVec::<u64>::SEGMENT + 3;
+        for i in 0..n as u64 {
+            vec.push(i);
+        }
+        for index in [0, SegmentedVec::<u64>::SEGMENT + 1, n - 1] {
+            *vec.get_mut(index).unwrap() += 1000;
+            assert_eq!(vec.get(index), Some(&(index as u64 + 1000)));
+        }
+        assert_eq!(vec.get_mut(n), None);
+        assert_eq!(vec.len(), n);
     }
 
     #[test]

@@ -25,11 +25,6 @@ impl<T> SharedPath<T> {
         Arc::new(SharedPath { parent: Some(Arc::clone(self)), step, depth: self.depth + 1 })
     }
 
-    /// The newest step.
-    pub(crate) fn last(&self) -> &T {
-        &self.step
-    }
-
     /// The number of steps before the last one.
     pub(crate) fn depth(&self) -> u32 {
         self.depth
@@ -75,7 +70,6 @@ mod tests {
         drop(left);
         assert_eq!(right.to_vec(), ['a', 'b', 'd']);
         assert_eq!(right.depth(), 2);
-        assert_eq!(*right.last(), 'd');
     }
 
     #[test]

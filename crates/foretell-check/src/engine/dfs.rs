@@ -1,15 +1,22 @@
-//! Depth-first search, on one thread or many, with work stealing.
+//! Depth-first search, on one thread or many.
 //!
-//! Each worker keeps its own stack (a LIFO deque) of worlds to expand; an idle worker steals
-//! the oldest world of another's stack, which hands over a large subtree, so the threads stay
-//! busy without a level barrier (the asynchronous mode: no shortest-trace promise, no waiting).
-//! All workers share one visited set of fingerprints. A world carries its path as a shared
-//! linked list of successor ordinals, so a counterexample needs no parent records: memory is
-//! the visited set plus the stacks, which stay small in depth-first order.
+//! A worker keeps one world and walks the search tree by swapping successors in and out of it
+//! ([`Delta`]): its stack holds each pending successor as the parts of its parent it changes,
+//! and the path to the current world is the stack of deltas that made it, each holding what its
+//! step replaced. So no world is copied, counted or dropped per state: building whole worlds
+//! raised and dropped the shared count of every node slot per world, locked instructions that
+//! took a quarter of a one-thread search's time, and on several threads each worker's counts
+//! were what held it back.
 //!
-//! A search on one thread keeps one world instead, and moves through the tree by swapping
-//! successors in and out of it, in the same order (`alone`); it owns the visited set, so it
-//! inserts without the shards' locks.
+//! Workers share work on demand. A worker with nothing to explore says so on the shared
+//! [`Board`]; a busy worker that sees someone waiting builds the oldest successor on its stack
+//! (the root of the largest subtree it holds) as a whole world, from the deltas, and gives it
+//! away with its path. The taker detaches it (see `World::detached`), so that the worlds it then
+//! walks through share no counts with the giver's. A search on one thread is the same walk with
+//! nobody to give to; it owns the visited set, so it inserts without the shards' locks. All
+//! workers share one visited set of fingerprints. A counterexample needs no parent records: the
+//! path is the given world's path and the walk's own steps, so memory is the visited set plus
+//! the stacks, which stay small in depth-first order.
 //!
 //! With a depth bound the search remembers each world's smallest depth instead, and re-opens a
 //! world reached again by a shorter path, so that every world within the bound is explored —
@@ -20,7 +27,6 @@ use crate::exploration::{Exploration, Tally};
 use crate::segmented_vec::SegmentedVec;
 use crate::shared_path::SharedPath;
 use crate::Report;
-use crossbeam_deque::{Steal, Stealer, Worker as Deque};
 use foretell_model::{Delta, Protocol, Simulator, StepViolation, World};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,6 +37,7 @@ type Path = SharedPath<u32>;
 /// A violation and the path (as [`Path`]'s steps) to the world it was found in.
 type Found = (Vec<u32>, StepViolation);
 
+/// A world to explore the subtree of, with its path.
 type Item<P> = (World<P>, Arc<Path>);
 
 /// What every worker reports to: the exploration, the stop flag, the count of new worlds and
@@ -42,13 +49,72 @@ struct Run<'a, 'm, 'o, P: Protocol> {
     found: Mutex<Option<Found>>,
 }
 
-/// What the workers of a search on several threads share besides the [`Run`].
-struct Shared<'a, 'm, 'o, P: Protocol> {
-    run: Run<'a, 'm, 'o, P>,
-    seen: Seen,
-    stealers: Vec<Stealer<Item<P>>>,
-    /// Worlds pushed and not yet expanded, on every stack: zero means the search is over.
-    pending: AtomicUsize,
+/// Where workers hand each other worlds to explore: the initial worlds at first, then the
+/// successors busy workers give to waiting ones.
+struct Board<P: Protocol> {
+    /// Worlds to explore, taken from the end.
+    worlds: Mutex<Vec<Item<P>>>,
+    /// How many `worlds` holds, for givers to read without the lock.
+    queued: AtomicUsize,
+    /// Workers waiting for a world.
+    waiting: AtomicUsize,
+    /// Workers exploring a world's subtree, who may still give; changed under the lock of
+    /// `worlds` when a world is taken, so that a waiting worker never sees both empty while a
+    /// taken world is on its way to being explored.
+    busy: AtomicUsize,
+}
+
+impl<P: Protocol> Board<P> {
+    fn new(worlds: Vec<Item<P>>) -> Self {
+        let queued = AtomicUsize::new(worlds.len());
+        Board { worlds: Mutex::new(worlds), queued, waiting: AtomicUsize::new(0), busy: AtomicUsize::new(0) }
+    }
+
+    /// Whether more workers wait than worlds are queued for them.
+    #[inline]
+    fn wants(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > self.queued.load(Ordering::Relaxed)
+    }
+
+    fn give(&self, item: Item<P>) {
+        let mut worlds = lock(&self.worlds);
+        worlds.push(item);
+        self.queued.store(worlds.len(), Ordering::Relaxed);
+    }
+
+    /// The next world to explore, waiting for one while another worker may still give one;
+    /// `None` once none is queued and no worker is busy, or the search must stop. A world
+    /// taken makes this worker busy until [`Board::done`].
+    fn take(&self, stop: &AtomicBool) -> Option<Item<P>> {
+        let mut waiting = false;
+        let result = loop {
+            {
+                let mut worlds = lock(&self.worlds);
+                if let Some(item) = worlds.pop() {
+                    self.queued.store(worlds.len(), Ordering::Relaxed);
+                    self.busy.fetch_add(1, Ordering::SeqCst);
+                    break Some(item);
+                }
+                if self.busy.load(Ordering::SeqCst) == 0 || stop.load(Ordering::Relaxed) {
+                    break None;
+                }
+            }
+            if !waiting {
+                self.waiting.fetch_add(1, Ordering::Relaxed);
+                waiting = true;
+            }
+            std::thread::yield_now();
+        };
+        if waiting {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// This worker explored the world it took, and gave away whatever it will give of it.
+    fn done(&self) {
+        self.busy.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) -> Report {
@@ -77,29 +143,17 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
         unique: AtomicU64::new(tallies[0].unique),
         found: Mutex::new(roots_found),
     };
-    let run = if threads == 1 {
-        alone(&run, &mut seen, roots, &mut tallies[0]);
-        run
+    let board = Board::new(roots);
+    if threads == 1 {
+        work(&run, &mut &mut seen, &board, &mut tallies[0], false);
     } else {
-        let deques: Vec<Deque<Item<P>>> = (0..threads).map(|_| Deque::new_lifo()).collect();
-        let shared = Shared {
-            run,
-            stealers: deques.iter().map(Deque::stealer).collect(),
-            pending: AtomicUsize::new(roots.len()),
-            seen,
-        };
-        for item in roots {
-            deques[0].push(item);
-        }
         std::thread::scope(|scope| {
-            for (index, (deque, tally)) in deques.into_iter().zip(tallies.iter_mut()).enumerate() {
-                let shared = &shared;
-                scope.spawn(move || work(shared, index, &deque, tally));
+            for tally in &mut tallies {
+                let (run, seen, board) = (&run, &seen, &board);
+                scope.spawn(move || work(run, &mut &*seen, board, tally, true));
             }
         });
-        seen = shared.seen;
-        shared.run
-    };
+    }
     let found = run.found.into_inner().unwrap_or_else(|p| p.into_inner());
     let omission = seen.omission();
     let (visited_bytes, visited_len) = (seen.bytes(), seen.len());
@@ -116,99 +170,75 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     exp.finish(found)
 }
 
-/// One of several workers: expands worlds from its own deque, steals when it is empty, and
-/// stops when no world is pending anywhere or the search must stop.
+/// One worker: explores the subtrees of the worlds it takes from `board` until none is left or
+/// the search must stop; `detach` makes each world it takes share no memory with its giver's.
 fn work<P: Protocol>(
-    shared: &Shared<'_, '_, '_, P>,
-    index: usize,
-    deque: &Deque<Item<P>>,
+    run: &Run<'_, '_, '_, P>,
+    seen: &mut impl Visitor,
+    board: &Board<P>,
     tally: &mut Tally,
+    detach: bool,
 ) {
-    let exp = shared.run.exp;
-    let sim: Simulator<'_, P> = exp.sim;
-    let mut poll = Poll::default();
-    let mut keyed = Vec::new();
-    loop {
-        if shared.run.stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let Some((mut world, path)) = deque.pop().or_else(|| steal(shared, index)) else {
-            if shared.pending.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            std::thread::yield_now();
-            continue;
-        };
-        let depth = path.depth();
-        if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
-            exp.note_depth_cut();
-            shared.pending.fetch_sub(1, Ordering::AcqRel);
-            continue;
-        }
-        let before = tally.unique;
-        let found = expand(
-            &shared.run,
-            &mut &shared.seen,
-            &mut world,
-            depth,
-            &mut keyed,
-            tally,
-            |s, new, world, tally| {
-                let child = path.then(s.ordinal);
-                let next = s.into_world(world);
-                let violation = if new { tally.examine(sim, &next, depth as usize + 1, None) } else { None };
-                if violation.is_none() {
-                    // Counted before it can be stolen, so that `pending` never drops to zero early.
-                    shared.pending.fetch_add(1, Ordering::AcqRel);
-                    deque.push((next, child));
-                }
-                violation
-            },
-        );
-        let found = found.map(|(ordinal, violation)| (path.then(ordinal).to_vec(), violation));
-        shared.pending.fetch_sub(1, Ordering::AcqRel);
-        if let Some(found) = found {
-            lock(&shared.run.found).get_or_insert(found);
-            shared.run.stop.store(true, Ordering::Relaxed);
-            return;
-        }
-        if poll.after(&shared.run, tally.unique - before, deque.len()) {
+    let mut walk = Walk {
+        poll: Poll::default(),
+        keyed: Vec::new(),
+        pending: SegmentedVec::new(),
+        given: 0,
+        steps: SegmentedVec::new(),
+    };
+    while let Some((world, path)) = board.take(&run.stop) {
+        let world = if detach { world.detached() } else { world };
+        let stop = walk.explore(run, seen, board, world, &path, tally);
+        board.done();
+        if stop {
             return;
         }
     }
 }
 
-/// The one worker of a one-thread search: it keeps one world, and walks the search tree by
-/// swapping successors in and out of it ([`Delta`]), in the order `work` would take them. Its
-/// stack holds each pending successor as the parts it changes, with its depth and ordinal; the
-/// path to the current world is the stack of deltas that made it, each holding what its step
-/// replaced. So no world is copied, counted or dropped per state, no path is allocated, and a
-/// pending world costs the parts it changes rather than a node vector. Both stacks grow by
-/// segments: an unbounded model makes them millions of entries deep, and a doubling `Vec`
-/// would overshoot a memory budget for as long as it copies.
-fn alone<P: Protocol>(run: &Run<'_, '_, '_, P>, mut seen: &mut Seen, roots: Vec<Item<P>>, tally: &mut Tally) {
-    let exp = run.exp;
-    let sim: Simulator<'_, P> = exp.sim;
-    let mut poll = Poll::default();
-    let mut keyed = Vec::new();
-    // Pending successors: (depth, ordinal, delta from the parent they were found in).
-    let mut pending: SegmentedVec<(u32, u32, Delta<P>)> = SegmentedVec::new();
-    // The steps from the root to the current world: (ordinal, delta holding what it replaced).
-    let mut steps: SegmentedVec<(u32, Delta<P>)> = SegmentedVec::new();
-    for (mut world, root) in roots.into_iter().rev() {
-        let root = *root.last();
-        let mut depth = 0u32;
-        steps.clear();
+/// A worker's stacks, kept from one world it explores to the next.
+struct Walk<P: Protocol> {
+    poll: Poll,
+    keyed: Vec<Keyed<P>>,
+    /// Pending successors: (depth, ordinal, delta from the parent they were found in); the
+    /// first `given` were given away, and hold no delta.
+    pending: SegmentedVec<(u32, u32, Option<Delta<P>>)>,
+    given: usize,
+    /// The steps from the explored world to the current one: (ordinal, delta holding what the
+    /// step replaced).
+    steps: SegmentedVec<(u32, Delta<P>)>,
+}
+
+impl<P: Protocol> Walk<P> {
+    /// Explores the subtree of `world`, reached by `path`, depth first, giving successors away
+    /// while `board` wants them; whether the search must stop.
+    fn explore(
+        &mut self,
+        run: &Run<'_, '_, '_, P>,
+        seen: &mut impl Visitor,
+        board: &Board<P>,
+        mut world: World<P>,
+        path: &Arc<Path>,
+        tally: &mut Tally,
+    ) -> bool {
+        let exp = run.exp;
+        let sim: Simulator<'_, P> = exp.sim;
+        let start = path.depth();
+        let mut depth = start;
+        self.pending.clear();
+        self.given = 0;
+        self.steps.clear();
         loop {
             if run.stop.load(Ordering::Relaxed) {
-                return;
+                return true;
             }
             let before = tally.unique;
+            let pending = &mut self.pending;
             let found = if exp.options.depth_max.is_some_and(|max| depth as usize >= max) {
                 exp.note_depth_cut();
                 None
             } else {
-                expand(run, &mut seen, &mut world, depth, &mut keyed, tally, |s, new, world, tally| {
+                expand(run, seen, &mut world, depth, &mut self.keyed, tally, |s, new, world, tally| {
                     let ordinal = s.ordinal;
                     let mut delta = s.into_delta(world);
                     let mut violation = None;
@@ -218,32 +248,68 @@ fn alone<P: Protocol>(run: &Run<'_, '_, '_, P>, mut seen: &mut Seen, roots: Vec<
                         delta.swap(world);
                     }
                     if violation.is_none() {
-                        pending.push((depth + 1, ordinal, delta));
+                        pending.push((depth + 1, ordinal, Some(delta)));
                     }
                     violation
                 })
             };
             if let Some((ordinal, violation)) = found {
-                let path = [root].into_iter().chain(steps.iter().map(|(o, _)| *o)).chain([ordinal]).collect();
-                lock(&run.found).get_or_insert((path, violation));
+                let mut steps = path.to_vec();
+                steps.extend(self.steps.iter().map(|(o, _)| *o));
+                steps.push(ordinal);
+                lock(&run.found).get_or_insert((steps, violation));
                 run.stop.store(true, Ordering::Relaxed);
-                return;
+                return true;
             }
-            if poll.after(run, tally.unique - before, pending.len()) {
-                return;
+            if self.poll.after(run, tally.unique - before, self.pending.len() - self.given) {
+                return true;
+            }
+            // Keep one successor to go down to; give the oldest of the others.
+            if board.wants() && self.pending.len() - self.given >= 2 {
+                board.give(self.give_oldest(&world, path, start));
             }
             // Down to the next pending successor, from its parent.
-            let Some((next_depth, ordinal, mut delta)) = pending.pop() else {
-                break;
-            };
-            while steps.len() >= next_depth as usize {
-                let (_, mut undo) = steps.pop().expect("steps are as deep as the current world");
+            if self.pending.len() == self.given {
+                return false;
+            }
+            let (next_depth, ordinal, delta) = self.pending.pop().expect("a successor is pending");
+            let mut delta = delta.expect("successors above the given ones keep their deltas");
+            while start + self.steps.len() as u32 >= next_depth {
+                let (_, mut undo) = self.steps.pop().expect("steps are as deep as the current world");
                 undo.swap(&mut world);
             }
             delta.swap(&mut world);
-            steps.push((ordinal, delta));
+            self.steps.push((ordinal, delta));
             depth = next_depth;
         }
+    }
+
+    /// The oldest pending successor not given yet, built as a whole world with its path, for
+    /// another worker; `world` is the current world, at the end of the steps from the explored
+    /// world at depth `start`, reached by `path`.
+    fn give_oldest(&mut self, world: &World<P>, path: &Arc<Path>, start: u32) -> Item<P> {
+        let (depth, ordinal, delta) = self.pending.get_mut(self.given).expect("a successor is pending");
+        let (depth, ordinal) = (*depth, *ordinal);
+        let mut delta = delta.take().expect("successors above the given ones keep their deltas");
+        self.given += 1;
+        // Its parent, at depth - 1: the current world with the later steps undone, on a copy.
+        let kept = (depth - 1 - start) as usize;
+        let mut parent = world.clone();
+        for index in (kept..self.steps.len()).rev() {
+            self.steps.get_mut(index).expect("a step below the top").1.swap(&mut parent);
+        }
+        let mut successor = parent.clone();
+        delta.swap(&mut successor);
+        // Each step's delta back to what it replaced, for this worker's own way back up.
+        for index in kept..self.steps.len() {
+            self.steps.get_mut(index).expect("a step below the top").1.swap(&mut parent);
+        }
+        debug_assert_eq!(parent.fingerprint(), world.fingerprint(), "the steps are as they were");
+        let mut given = Arc::clone(path);
+        for index in 0..kept {
+            given = given.then(self.steps.get(index).expect("a step below the top").0);
+        }
+        (successor, given.then(ordinal))
     }
 }
 
@@ -307,21 +373,4 @@ impl Poll {
         }
         stop
     }
-}
-
-/// Takes the oldest world from another worker's stack.
-fn steal<P: Protocol>(shared: &Shared<'_, '_, '_, P>, me: usize) -> Option<Item<P>> {
-    let n = shared.stealers.len();
-    for offset in 1..n {
-        let victim = &shared.stealers[(me + offset) % n];
-        loop {
-            match victim.steal() {
-                // Detached: see `World::detached`.
-                Steal::Success((world, path)) => return Some((world.detached(), path)),
-                Steal::Empty => break,
-                Steal::Retry => continue,
-            }
-        }
-    }
-    None
 }
