@@ -374,3 +374,99 @@ impl Poll {
         stop
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CheckOptions;
+    use foretell_model::{Driver, FixedChoices, Model, NodeId, Out};
+
+    /// Each node counts its own inputs up to `LIMIT`: the space is every combination of counts.
+    struct Counters;
+
+    const NODES: usize = 3;
+    const LIMIT: u16 = 4;
+
+    impl Protocol for Counters {
+        type State = u16;
+        type Msg = ();
+        type Timer = ();
+        type Input = ();
+
+        fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u16 {
+            0
+        }
+
+        fn on_message(&self, _: NodeId, _: &mut u16, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+
+        fn on_input(&self, _: NodeId, count: &mut u16, _: &(), out: &mut Out<'_, Self>) {
+            if *count == LIMIT {
+                out.disable();
+            } else {
+                *count += 1;
+            }
+        }
+    }
+
+    fn counters() -> Model<Counters> {
+        let driver = NodeId::all(NODES).fold(Driver::new(), |driver, node| driver.spontaneous(node, ()));
+        Model::new(Counters).nodes(NODES).driver(driver)
+    }
+
+    /// The world at the end of `path` (an initial world's index, then successor ordinals),
+    /// stepped afresh.
+    fn replayed(sim: Simulator<'_, Counters>, path: &[u32]) -> World<Counters> {
+        let mut roots = Vec::new();
+        sim.initial_worlds(|_, world, _| roots.push(world));
+        path[1..].iter().fold(roots.swap_remove(path[0] as usize), |world, &ordinal| {
+            let (action, choices) = sim.successor_step(&world, ordinal).expect("the ordinal is a step");
+            sim.step(&world, action, &mut FixedChoices::new(&choices), false).world
+        })
+    }
+
+    /// A worker that sees someone waiting at every world gives away the oldest successor it
+    /// holds each time: every world it gives is the world its path leads to, and the worlds given,
+    /// explored in turn, complete the space.
+    #[test]
+    fn a_worker_always_asked_gives_worlds_that_their_paths_reach() {
+        let model = counters();
+        let sim = Simulator::new(&model).unwrap();
+        let options = CheckOptions::default();
+        let exp = Exploration::new(sim, &options);
+        let run = Run {
+            exp: &exp,
+            stop: AtomicBool::new(false),
+            unique: AtomicU64::new(0),
+            found: Mutex::new(None),
+        };
+        let mut seen = Seen::new(&options, false);
+        let mut tally = Tally::new(0);
+        let mut roots = Vec::new();
+        sim.initial_worlds(|_, world, _| roots.push(world));
+        let root = roots.pop().expect("an initial world");
+        assert!(roots.is_empty(), "one initial world");
+        assert!(matches!(seen.visit(root.fingerprint(), options.fingerprint_bits, 0), Visit::New));
+        // As many workers wait as there could ever be worlds queued for them.
+        let board = Board::new(Vec::new());
+        board.waiting.store(usize::MAX / 2, Ordering::Relaxed);
+        let mut walk = Walk {
+            poll: Poll::default(),
+            keyed: Vec::new(),
+            pending: SegmentedVec::new(),
+            given: 0,
+            steps: SegmentedVec::new(),
+        };
+        assert!(!walk.explore(&run, &mut &mut seen, &board, root, &Path::start(0), &mut tally));
+        let given = board.worlds.lock().unwrap().len();
+        assert!(given > 10, "{given} worlds given");
+        for (world, path) in board.worlds.lock().unwrap().iter() {
+            let path = path.to_vec();
+            assert_eq!(world.fingerprint(), replayed(sim, &path).fingerprint(), "{path:?}");
+        }
+        // The given worlds, explored by a worker (giving on), complete the space.
+        work(&run, &mut &mut seen, &board, &mut tally, false);
+        let all = u64::from(LIMIT + 1).pow(NODES as u32);
+        assert_eq!(tally.unique + 1, all, "every world but the initial one is counted by the walks");
+        assert_eq!(seen.len(), all);
+    }
+}
