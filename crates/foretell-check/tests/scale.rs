@@ -124,7 +124,7 @@ fn an_interrupt_stops_a_parallel_search() {
 }
 
 #[test]
-fn depth_first_search_with_work_stealing_finds_every_world_on_any_thread_count() {
+fn depth_first_search_sharing_work_finds_every_world_on_any_thread_count() {
     let model = counters().always("the sum stays small", |w| sum(w) < 100);
     for threads in [1, 2, 4] {
         let report = Check::dfs(&model).threads(threads).run();
