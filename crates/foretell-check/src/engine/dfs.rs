@@ -179,13 +179,7 @@ fn work<P: Protocol>(
     tally: &mut Tally,
     detach: bool,
 ) {
-    let mut walk = Walk {
-        poll: Poll::default(),
-        keyed: Vec::new(),
-        pending: SegmentedVec::new(),
-        given: 0,
-        steps: SegmentedVec::new(),
-    };
+    let mut walk = Walk::new();
     while let Some((world, path)) = board.take(&run.stop) {
         let world = if detach { world.detached() } else { world };
         let stop = walk.explore(run, seen, board, world, &path, tally);
@@ -210,6 +204,16 @@ struct Walk<P: Protocol> {
 }
 
 impl<P: Protocol> Walk<P> {
+    fn new() -> Self {
+        Walk {
+            poll: Poll::default(),
+            keyed: Vec::new(),
+            pending: SegmentedVec::new(),
+            given: 0,
+            steps: SegmentedVec::new(),
+        }
+    }
+
     /// Explores the subtree of `world`, reached by `path`, depth first, giving successors away
     /// while `board` wants them; whether the search must stop.
     fn explore(
@@ -381,41 +385,53 @@ mod tests {
     use crate::CheckOptions;
     use foretell_model::{Driver, FixedChoices, Model, NodeId, Out};
 
-    /// Each node counts its own inputs up to `LIMIT`: the space is every combination of counts.
-    struct Counters;
+    /// Each node, on an input, sends its successor in the ring one message, up to `LIMIT`, and
+    /// counts the messages it receives: steps change node slots and the network.
+    struct Ring;
 
     const NODES: usize = 3;
-    const LIMIT: u16 = 4;
+    const LIMIT: u8 = 2;
 
-    impl Protocol for Counters {
-        type State = u16;
+    impl Protocol for Ring {
+        /// (messages sent, messages received).
+        type State = (u8, u8);
         type Msg = ();
         type Timer = ();
         type Input = ();
 
-        fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u16 {
-            0
+        fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> (u8, u8) {
+            (0, 0)
         }
 
-        fn on_message(&self, _: NodeId, _: &mut u16, _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+        fn on_message(
+            &self,
+            _: NodeId,
+            (_, received): &mut (u8, u8),
+            _: NodeId,
+            _: &(),
+            _: &mut Out<'_, Self>,
+        ) {
+            *received += 1;
+        }
 
-        fn on_input(&self, _: NodeId, count: &mut u16, _: &(), out: &mut Out<'_, Self>) {
-            if *count == LIMIT {
+        fn on_input(&self, me: NodeId, (sent, _): &mut (u8, u8), _: &(), out: &mut Out<'_, Self>) {
+            if *sent == LIMIT {
                 out.disable();
             } else {
-                *count += 1;
+                *sent += 1;
+                out.send(NodeId::new((me.index() + 1) % NODES), ());
             }
         }
     }
 
-    fn counters() -> Model<Counters> {
+    fn ring() -> Model<Ring> {
         let driver = NodeId::all(NODES).fold(Driver::new(), |driver, node| driver.spontaneous(node, ()));
-        Model::new(Counters).nodes(NODES).driver(driver)
+        Model::new(Ring).nodes(NODES).driver(driver)
     }
 
     /// The world at the end of `path` (an initial world's index, then successor ordinals),
     /// stepped afresh.
-    fn replayed(sim: Simulator<'_, Counters>, path: &[u32]) -> World<Counters> {
+    fn replayed(sim: Simulator<'_, Ring>, path: &[u32]) -> World<Ring> {
         let mut roots = Vec::new();
         sim.initial_worlds(|_, world, _| roots.push(world));
         path[1..].iter().fold(roots.swap_remove(path[0] as usize), |world, &ordinal| {
@@ -429,7 +445,7 @@ mod tests {
     /// explored in turn, complete the space.
     #[test]
     fn a_worker_always_asked_gives_worlds_that_their_paths_reach() {
-        let model = counters();
+        let model = ring();
         let sim = Simulator::new(&model).unwrap();
         let options = CheckOptions::default();
         let exp = Exploration::new(sim, &options);
@@ -449,13 +465,7 @@ mod tests {
         // As many workers wait as there could ever be worlds queued for them.
         let board = Board::new(Vec::new());
         board.waiting.store(usize::MAX / 2, Ordering::Relaxed);
-        let mut walk = Walk {
-            poll: Poll::default(),
-            keyed: Vec::new(),
-            pending: SegmentedVec::new(),
-            given: 0,
-            steps: SegmentedVec::new(),
-        };
+        let mut walk = Walk::new();
         assert!(!walk.explore(&run, &mut &mut seen, &board, root, &Path::start(0), &mut tally));
         let given = board.worlds.lock().unwrap().len();
         assert!(given > 10, "{given} worlds given");
@@ -465,7 +475,7 @@ mod tests {
         }
         // The given worlds, explored by a worker (giving on), complete the space.
         work(&run, &mut &mut seen, &board, &mut tally, false);
-        let all = u64::from(LIMIT + 1).pow(NODES as u32);
+        let all = crate::Check::dfs(&model).run().stats.unique_states;
         assert_eq!(tally.unique + 1, all, "every world but the initial one is counted by the walks");
         assert_eq!(seen.len(), all);
     }
