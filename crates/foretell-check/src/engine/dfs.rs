@@ -76,6 +76,7 @@ impl<P: Protocol> Board<P> {
         self.waiting.load(Ordering::Relaxed) > self.queued.load(Ordering::Relaxed)
     }
 
+    /// Queues `item` for a waiting worker.
     fn give(&self, item: Item<P>) {
         let mut worlds = lock(&self.worlds);
         worlds.push(item);
