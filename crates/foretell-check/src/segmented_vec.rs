@@ -64,7 +64,7 @@ impl<T> SegmentedVec<T> {
 
     /// The entry at `index`, if there is one.
     pub(crate) fn get(&self, index: usize) -> Option<&T> {
-        let (segment, offset) = (index / Self::SEGMENT, index % Self::SEGMENT);
+        let (segment, offset) = Self::position(index);
         match segment.cmp(&self.below.len()) {
             std::cmp::Ordering::Less => Some(&self.below[segment][offset]),
             std::cmp::Ordering::Equal => self.top.get(offset),
@@ -74,12 +74,17 @@ impl<T> SegmentedVec<T> {
 
     /// The entry at `index`, to change in place, if there is one.
     pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut T> {
-        let (segment, offset) = (index / Self::SEGMENT, index % Self::SEGMENT);
+        let (segment, offset) = Self::position(index);
         match segment.cmp(&self.below.len()) {
             std::cmp::Ordering::Less => Some(&mut self.below[segment][offset]),
             std::cmp::Ordering::Equal => self.top.get_mut(offset),
             std::cmp::Ordering::Greater => None,
         }
+    }
+
+    /// The segment and the offset in it of the entry at `index`.
+    fn position(index: usize) -> (usize, usize) {
+        (index / Self::SEGMENT, index % Self::SEGMENT)
     }
 
     /// Removes every entry, keeping one segment.

@@ -7,9 +7,9 @@
 //! a Markdown table of medians, with foretell's speed over Stateright's both as the ratio of the
 //! medians and per round (the two tools' runs of one round, side by side in time: on a machine
 //! whose speed drifts, the steadier figure), and exits non-zero if a distinct-state count differs
-//! from the published one (and so between the tools). Two-phase commit's one-thread breadth-first rows
-//! also run a hand-written search of that model (`--tool hand-written`), and a second table sets
-//! foretell's one-thread figures beside it.
+//! from the published one (and so between the tools). Two-phase commit's one-thread
+//! breadth-first rows also run a hand-written search of that model (`--tool hand-written`), and
+//! a second table sets foretell's one-thread figures beside it.
 //!
 //! Two binaries run this command, and differ only in the process's allocator, which every
 //! contestant's child then uses alike: `vs-stateright` the system's (what a Stateright user's

@@ -310,10 +310,7 @@ impl<P: Protocol> Walk<P> {
             self.steps.get_mut(index).expect("a step below the top").1.swap(&mut parent);
         }
         debug_assert_eq!(parent.fingerprint(), world.fingerprint(), "the steps are as they were");
-        let mut given = Arc::clone(path);
-        for index in 0..kept {
-            given = given.then(self.steps.get(index).expect("a step below the top").0);
-        }
+        let given = self.steps.iter().take(kept).fold(Arc::clone(path), |given, (step, _)| given.then(*step));
         (successor, given.then(ordinal))
     }
 }
