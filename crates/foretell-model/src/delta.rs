@@ -7,11 +7,16 @@
 //! the shared count of every slot, and the world is dropped again once expanded, dropping them
 //! all: two locked instructions per node and world, which took 9% of a one-thread depth-first
 //! search of two-phase commit (docs/BENCHMARKS.md, "Locked instructions"). A swap moves the
-//! changed parts only, and counts nothing.
+//! changed parts only, and counts nothing. The network is one such part, a copy with the step's
+//! sends, except where a large grow-only network would be copied for a few sends: then the
+//! delta adds them to the world's own network in place and takes them back
+//! ([`NetworkPart::Sends`]).
 
 use crate::network::Network;
+use crate::step_memo::Ran;
 use crate::world::{FaultsUsed, NodeSlot};
 use crate::{Fingerprint, Protocol, World};
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// The parts of a world that one of its steps changes, or, once swapped in
@@ -23,8 +28,8 @@ enum Parts<P: Protocol> {
         fingerprint: Fingerprint,
         /// The acting node's index and its slot, where the step changed it.
         node: Option<(u32, Arc<NodeSlot<P>>)>,
-        /// The network, where the step changed it.
-        network: Option<Arc<Network<P::Msg>>>,
+        /// What the step did to the network.
+        network: NetworkPart<P>,
         /// The driver's pending inputs and the faults used, where the step changed them: rare,
         /// so boxed (the step's change boxes them already, and the box moves over), which keeps
         /// a delta at 64 bytes rather than 80, where a search pushes, pops and swaps one per new
@@ -36,11 +41,61 @@ enum Parts<P: Protocol> {
     World(Box<World<P>>),
 }
 
+/// What a step does to the network, as a delta holds it.
+pub(crate) enum NetworkPart<P: Protocol> {
+    /// Nothing.
+    Unchanged,
+    /// Replaces it with this network (swapped in and out).
+    Whole(Arc<Network<P::Msg>>),
+    /// Adds the sends of a handler run to a grow-only network, in place: a step that sends then
+    /// copies no network, which would count every envelope's share once more, and its drop
+    /// once less. `added` has bit `k` set for each of `ran`'s sends the swap in added (the
+    /// others were held already), or is [`NOT_ADDED`] while the delta is not swapped in.
+    Sends { ran: Rc<Ran<P>>, added: u64 },
+}
+
+/// [`NetworkPart::Sends`]'s `added` while its sends are not in the world: no run of at most 63
+/// sends adds all 64.
+pub(crate) const NOT_ADDED: u64 = u64::MAX;
+
+impl<P: Protocol> NetworkPart<P> {
+    #[inline(always)] // the common parts inline into the walk; sends added in place are not
+    fn swap(&mut self, world: &mut World<P>) {
+        match self {
+            NetworkPart::Unchanged => {}
+            NetworkPart::Whole(network) => std::mem::swap(&mut world.network, network),
+            NetworkPart::Sends { ran, added } => swap_sends(ran, added, world),
+        }
+    }
+}
+
+/// Adds `ran`'s sends to `world`'s network in place, noting in `added` those it held not yet;
+/// or, with `added` noted, takes those back.
+#[inline(never)]
+fn swap_sends<P: Protocol>(ran: &Ran<P>, added: &mut u64, world: &mut World<P>) {
+    let network = Arc::make_mut(&mut world.network);
+    if *added == NOT_ADDED {
+        *added = 0;
+        for (k, envelope) in ran.sends.iter().enumerate() {
+            if network.add(envelope) {
+                *added |= 1 << k;
+            }
+        }
+    } else {
+        for (k, envelope) in ran.sends.iter().enumerate().rev() {
+            if *added & (1 << k) != 0 {
+                network.take_back(envelope);
+            }
+        }
+        *added = NOT_ADDED;
+    }
+}
+
 impl<P: Protocol> Delta<P> {
     pub(crate) fn changed(
         fingerprint: Fingerprint,
         node: Option<(u32, Arc<NodeSlot<P>>)>,
-        network: Option<Arc<Network<P::Msg>>>,
+        network: NetworkPart<P>,
         rest: Option<Box<(u64, FaultsUsed)>>,
     ) -> Self {
         Delta(Parts::Changed { fingerprint, node, network, rest })
@@ -55,15 +110,14 @@ impl<P: Protocol> Delta<P> {
     /// [`crate::Unbuilt::delta`] (or [`Delta::whole`] from its successor), the first swap turns
     /// that world into the successor and leaves the replaced parts here; the second turns it
     /// back.
+    #[inline]
     pub fn swap(&mut self, world: &mut World<P>) {
         match &mut self.0 {
             Parts::Changed { fingerprint, node, network, rest } => {
                 if let Some((index, slot)) = node {
                     std::mem::swap(&mut world.nodes[*index as usize], slot);
                 }
-                if let Some(network) = network {
-                    std::mem::swap(&mut world.network, network);
-                }
+                network.swap(world);
                 if let Some(rest) = rest {
                     std::mem::swap(&mut world.pending, &mut rest.0);
                     std::mem::swap(&mut world.faults_used, &mut rest.1);
@@ -83,7 +137,8 @@ impl<P: Protocol> Delta<P> {
 #[cfg(test)]
 mod tests {
     use super::Delta;
-    use crate::{NodeId, Out, Protocol};
+    use crate::{Driver, Model, NetworkKind, NodeId, Out, Protocol, Simulator};
+    use std::collections::HashSet;
 
     struct Nothing;
 
@@ -96,6 +151,80 @@ mod tests {
         fn init(&self, _: NodeId, _: &mut Out<'_, Self>) {}
 
         fn on_message(&self, _: NodeId, _: &mut (), _: NodeId, _: &(), _: &mut Out<'_, Self>) {}
+    }
+
+    /// Node 0, on input `i` (once), sends node 1 the messages `i` and `i + 1`, which node 1
+    /// ignores: on a grow-only network a later input's first message is often held already.
+    /// Node 0 starts by sending `FILLER` others, so that the network holds enough messages for
+    /// a step's sends to be added in place.
+    struct Overlap;
+
+    const INPUTS: u8 = 4;
+    const FILLER: u8 = 32;
+
+    impl Protocol for Overlap {
+        /// The inputs taken, one bit each.
+        type State = u8;
+        type Msg = u8;
+        type Timer = ();
+        type Input = u8;
+
+        fn init(&self, me: NodeId, out: &mut Out<'_, Self>) -> u8 {
+            if me == NodeId::new(0) {
+                (0..FILLER).for_each(|i| out.send(NodeId::new(1), 100 + i));
+            }
+            0
+        }
+
+        fn on_message(&self, _: NodeId, _: &mut u8, _: NodeId, _: &u8, out: &mut Out<'_, Self>) {
+            out.disable();
+        }
+
+        fn on_input(&self, _: NodeId, taken: &mut u8, input: &u8, out: &mut Out<'_, Self>) {
+            if *taken & (1 << input) != 0 {
+                out.disable();
+            } else {
+                *taken |= 1 << input;
+                out.send(NodeId::new(1), *input);
+                out.send(NodeId::new(1), input + 1);
+            }
+        }
+    }
+
+    /// Every successor of every world, as a delta swapped into a copy of its world, makes the
+    /// built successor; swapped again, the world: also where a step's sends are partly held
+    /// already, so that only the others are added in place and taken back.
+    #[test]
+    fn a_delta_adds_to_a_grow_only_network_only_what_it_did_not_hold() {
+        let driver = (0..INPUTS).fold(Driver::new(), |driver, i| driver.spontaneous(NodeId::new(0), i));
+        let model = Model::new(Overlap).nodes(2).network(NetworkKind::GrowOnly).driver(driver);
+        let sim = Simulator::new(&model).unwrap();
+        let mut worlds = Vec::new();
+        sim.initial_worlds(|_, world, _| worlds.push(world));
+        let (mut seen, mut partly_held) = (HashSet::new(), 0);
+        while let Some(world) = worlds.pop() {
+            if !seen.insert(world.fingerprint()) {
+                continue;
+            }
+            let mut built = Vec::new();
+            sim.successors(&world, |successor| built.push(successor.into_world()));
+            let mut deltas = Vec::new();
+            sim.successors(&world, |successor| deltas.push(successor.unbuilt().delta(&world)));
+            let mut swapped = world.clone();
+            for (mut delta, next) in deltas.into_iter().zip(&built) {
+                let added = next.messages().len() - world.messages().len();
+                partly_held += usize::from(added == 1);
+                delta.swap(&mut swapped);
+                assert_eq!(swapped.to_bytes(), next.to_bytes(), "a delta makes the successor");
+                assert_eq!(swapped.fingerprint(), next.fingerprint());
+                delta.swap(&mut swapped);
+                assert_eq!(swapped.to_bytes(), world.to_bytes(), "a delta swapped again undoes itself");
+                assert_eq!(swapped.fingerprint(), world.fingerprint());
+            }
+            worlds.extend(built);
+        }
+        assert_eq!(seen.len(), 1 << INPUTS, "every set of inputs taken");
+        assert!(partly_held > 0, "some step sent a message held already");
     }
 
     /// A search moves a delta several times per new world (pushed, popped, swapped in, kept on

@@ -391,6 +391,32 @@ impl<M: Serialize> Network<M> {
         self.debug_check();
     }
 
+    /// Adds `envelope` to this grow-only network in place unless it holds it already; whether
+    /// it added it. [`Network::take_back`] undoes it.
+    pub(crate) fn add(&mut self, envelope: &Arc<Envelope<M>>) -> bool {
+        debug_assert_eq!(self.kind, NetworkKind::GrowOnly, "only a grow-only network adds in place");
+        let key = (envelope.to, envelope.hash);
+        match self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&key)) {
+            Ok(_) => false,
+            Err(at) => {
+                self.hash = self.hash.wrapping_add(envelope.hash);
+                self.may_hold |= bloom_bit(envelope.hash);
+                self.messages.insert(at, Arc::clone(envelope));
+                true
+            }
+        }
+    }
+
+    /// Removes `envelope`, which [`Network::add`] added, from this grow-only network. Its bit
+    /// stays in the filter, which only needs to be a superset.
+    pub(crate) fn take_back(&mut self, envelope: &Envelope<M>) {
+        let key = (envelope.to, envelope.hash);
+        let at =
+            self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&key)).expect("the envelope was added");
+        self.messages.remove(at);
+        self.hash = self.hash.wrapping_sub(envelope.hash);
+    }
+
     /// Sends `sends`, in order, sharing their envelopes.
     pub(crate) fn send_all(&mut self, sends: &[Arc<Envelope<M>>]) {
         for envelope in sends {

@@ -12,7 +12,7 @@
 
 use foretell_model::{Action, ChoiceOdometer, Model, NodeId, Protocol, Simulator, World};
 use foretell_systems::psharp::{basic_paxos, failure_detector};
-use foretell_systems::{mace_transport, paxos, randtree, two_phase_commit};
+use foretell_systems::{mace_transport, paxos, paxos_tla, randtree, two_phase_commit};
 use std::collections::{HashSet, VecDeque};
 
 /// A step that changes its world or violates a property, as (action, choices, fingerprint).
@@ -92,6 +92,14 @@ fn memo_agrees<P: Protocol>(name: &str, model: &Model<P>, limit: usize) -> usize
 #[test]
 fn grow_only_two_phase_commit() {
     assert_eq!(memo_agrees("2pc", &two_phase_commit::model(3, false), usize::MAX), 288, "TLC's count");
+}
+
+/// Paxos.tla's sends are broadcasts into a set of dozens of messages, some of them held
+/// already: a delta adds only the new ones in place and takes back exactly those.
+#[test]
+fn grow_only_paxos_tla() {
+    let config = paxos_tla::Config { acceptors: 3, ballots: 1, values: 2, bug: None };
+    assert_eq!(memo_agrees("paxos-tla", &paxos_tla::model(&config), usize::MAX), 3921, "TLC's count");
 }
 
 #[test]
