@@ -348,7 +348,7 @@ impl<M: Serialize> Network<M> {
     pub(crate) fn holds(&self, envelope: &Envelope<M>) -> bool {
         self.kind == NetworkKind::GrowOnly
             && self.may_hold & bloom_bit(envelope.hash) != 0
-            && self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&(envelope.to, envelope.hash))).is_ok()
+            && self.search(envelope).is_ok()
     }
 
     pub(crate) fn send(&mut self, envelope: Envelope<M>) {
@@ -360,12 +360,10 @@ impl<M: Serialize> Network<M> {
         let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
         let at = match self.kind {
             NetworkKind::Unordered => self.messages.partition_point(|e| (e.to, e.hash) <= (to, hash)),
-            NetworkKind::GrowOnly => {
-                match self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&(to, hash))) {
-                    Ok(_) => return,
-                    Err(at) => at,
-                }
-            }
+            NetworkKind::GrowOnly => match self.search(&envelope) {
+                Ok(_) => return,
+                Err(at) => at,
+            },
             NetworkKind::FifoChannels => {
                 if from != to {
                     let pair = (from.min(to), from.max(to));
@@ -391,12 +389,17 @@ impl<M: Serialize> Network<M> {
         self.debug_check();
     }
 
+    /// Where a grow-only or unordered network, ordered by destination and then hash, keeps
+    /// `envelope`: `Ok` with the index of a copy it holds, else `Err` with where it would go.
+    fn search(&self, envelope: &Envelope<M>) -> Result<usize, usize> {
+        self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&(envelope.to, envelope.hash)))
+    }
+
     /// Adds `envelope` to this grow-only network in place unless it holds it already; whether
     /// it added it. [`Network::take_back`] undoes it.
     pub(crate) fn add(&mut self, envelope: &Arc<Envelope<M>>) -> bool {
         debug_assert_eq!(self.kind, NetworkKind::GrowOnly, "only a grow-only network adds in place");
-        let key = (envelope.to, envelope.hash);
-        match self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&key)) {
+        match self.search(envelope) {
             Ok(_) => false,
             Err(at) => {
                 self.hash = self.hash.wrapping_add(envelope.hash);
@@ -410,9 +413,7 @@ impl<M: Serialize> Network<M> {
     /// Removes `envelope`, which [`Network::add`] added, from this grow-only network. Its bit
     /// stays in the filter, which only needs to be a superset.
     pub(crate) fn take_back(&mut self, envelope: &Envelope<M>) {
-        let key = (envelope.to, envelope.hash);
-        let at =
-            self.messages.binary_search_by(|e| (e.to, e.hash).cmp(&key)).expect("the envelope was added");
+        let at = self.search(envelope).expect("the envelope was added");
         self.messages.remove(at);
         self.hash = self.hash.wrapping_sub(envelope.hash);
     }
