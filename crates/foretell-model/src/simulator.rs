@@ -205,7 +205,7 @@ impl<P: Protocol> Change<P> {
     /// message sent twice over (to examine the new world, then to walk through it), each time
     /// with a search, a shift of the list and a count, and checks the network is not shared.
     /// Below that size neither way measured faster (two-phase commit, whose networks hold at
-    /// most two messages per resource manager); Paxos.tla, with dozens, ran 15% faster in place
+    /// most two messages per resource manager); Paxos.tla, with dozens, ran 14% faster in place
     /// (docs/BENCHMARKS.md, "Grow-only sends added in place").
     fn sends_in_place(&self, parent: &Network<P::Msg>) -> Option<Rc<Ran<P>>> {
         let Some(HandlerStep { lands: true, ran, .. }) = &self.step else {
