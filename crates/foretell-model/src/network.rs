@@ -383,8 +383,13 @@ impl<M: Serialize> Network<M> {
                 FingerprintHasher::mix((at - self.queue_start(at, &envelope)) as u64, hash)
             }
         };
+        self.place(at, envelope, term);
+    }
+
+    /// Puts `envelope` at index `at`, adding `term` to the network's hash.
+    fn place(&mut self, at: usize, envelope: Arc<Envelope<M>>, term: u128) {
         self.hash = self.hash.wrapping_add(term);
-        self.may_hold |= bloom_bit(hash);
+        self.may_hold |= bloom_bit(envelope.hash);
         self.messages.insert(at, envelope);
         self.debug_check();
     }
@@ -402,9 +407,7 @@ impl<M: Serialize> Network<M> {
         match self.search(envelope) {
             Ok(_) => false,
             Err(at) => {
-                self.hash = self.hash.wrapping_add(envelope.hash);
-                self.may_hold |= bloom_bit(envelope.hash);
-                self.messages.insert(at, Arc::clone(envelope));
+                self.place(at, Arc::clone(envelope), envelope.hash);
                 true
             }
         }
