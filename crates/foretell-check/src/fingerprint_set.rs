@@ -152,7 +152,9 @@ impl FingerprintSet {
     }
 
     /// [`FingerprintSet::insert`] for a single owner: no locks and no atomic operations.
-    #[inline]
+    /// Inlined into the one-thread searches' successor loops, where it runs once a transition:
+    /// as a call it cost two-phase commit 1.8% more instructions.
+    #[inline(always)]
     pub(crate) fn insert_mut(&mut self, fp: u64) -> bool {
         match &mut self.store {
             Store::Exact(set) => set.insert_mut(fp),
