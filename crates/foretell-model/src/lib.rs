@@ -27,6 +27,7 @@ mod idle_events;
 mod ignored;
 mod json_view;
 mod local;
+mod message_numbers;
 mod model;
 mod monitor;
 mod network;

@@ -4,6 +4,7 @@
 //! the property predicates, built with a small builder and validated once by
 //! [`crate::Simulator::new`], so engines can trust it.
 
+use crate::message_numbers::MessageNumbers;
 use crate::scenario::Resolved;
 use crate::{
     DynMonitor, ErrorOrder, Monitor, NetworkKind, NodeId, PartialHash, Projection, Property, PropertyKind,
@@ -238,6 +239,8 @@ pub struct Model<P: Protocol> {
     projections: Vec<(String, Projection<P>)>,
     /// The start scenario run against the model, once, by the first simulator.
     resolved: OnceLock<Result<Resolved<P>, String>>,
+    /// The numbers of the messages sent so far, for a grow-only network's index of them.
+    message_numbers: MessageNumbers,
 }
 
 impl<P: Protocol> Model<P> {
@@ -260,6 +263,7 @@ impl<P: Protocol> Model<P> {
             partial_hash: PartialHash::Default,
             projections: Vec::new(),
             resolved: OnceLock::new(),
+            message_numbers: MessageNumbers::default(),
         }
     }
 
@@ -439,6 +443,12 @@ impl<P: Protocol> Model<P> {
     /// The network kind.
     pub fn network_kind(&self) -> NetworkKind {
         self.network
+    }
+
+    /// The numbers of the messages sent, where the network keeps an index of them: for a
+    /// grow-only network only ([`crate::message_numbers`]).
+    pub(crate) fn message_numbers(&self) -> Option<&MessageNumbers> {
+        (self.network == NetworkKind::GrowOnly).then_some(&self.message_numbers)
     }
 
     /// How transport errors are ordered with later messages (see [`Model::error_order`]).

@@ -15,6 +15,7 @@
 //! contribution to the world fingerprint up to date as it changes: a send or a delivery adjusts
 //! one term (or, for the FIFO kinds, the terms of one queue), so no step rehashes the network.
 
+use crate::message_numbers::{HeldNumbers, MessageNumbers, UNNUMBERED};
 use crate::{FingerprintHasher, NodeId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -76,6 +77,9 @@ pub struct Envelope<M> {
     pub msg: M,
     #[serde(skip)]
     pub(crate) hash: u128,
+    /// The model's number for this message ([`MessageNumbers`]), or [`UNNUMBERED`].
+    #[serde(skip)]
+    pub(crate) number: u32,
 }
 
 impl<M> Envelope<M> {
@@ -88,7 +92,13 @@ impl<M> Envelope<M> {
 impl<M: Serialize> Envelope<M> {
     pub(crate) fn new(from: NodeId, to: NodeId, msg: M) -> Self {
         let hash = FingerprintHasher::hash(&(from, to, &msg));
-        Envelope { from, to, msg, hash }
+        Envelope { from, to, msg, hash, number: UNNUMBERED }
+    }
+
+    /// This envelope with the number `numbers` gives its message.
+    pub(crate) fn numbered(mut self, numbers: &MessageNumbers) -> Self {
+        self.number = numbers.number(self.to, self.hash);
+        self
     }
 }
 
@@ -239,6 +249,9 @@ pub(crate) struct Network<M> {
     /// is clear is not held, so [`Network::holds`] searches the messages only for one that may
     /// be. A removal leaves its bit set, which keeps the filter a superset.
     may_hold: u64,
+    /// For a grow-only network, the numbers of the messages it holds, which answer
+    /// [`Network::holds`] without the search where they can; empty for the other kinds.
+    held: HeldNumbers,
 }
 
 /// A copy is [`Network::clone_with_room`] with no room to spare: one way to copy a network.
@@ -263,6 +276,7 @@ impl<M> Network<M> {
             connections: self.connections.clone(),
             hash: self.hash,
             may_hold: self.may_hold,
+            held: self.held,
         }
     }
 }
@@ -281,6 +295,7 @@ impl<M: Serialize> Network<M> {
             connections: Vec::new(),
             hash: 0,
             may_hold: 0,
+            held: HeldNumbers::default(),
         }
     }
 
@@ -357,10 +372,20 @@ impl<M: Serialize> Network<M> {
     }
 
     /// Whether sending `envelope` would change nothing: a grow-only network holds it already.
+    ///
+    /// The filter answers first: in a small network most messages not held have their bit
+    /// clear. The numbers answer next, where the filter is full: in a large one. Only then is
+    /// the list searched.
+    #[inline]
     pub(crate) fn holds(&self, envelope: &Envelope<M>) -> bool {
-        self.kind == NetworkKind::GrowOnly
-            && self.may_hold & bloom_bit(envelope.hash) != 0
-            && self.search(envelope).is_ok()
+        if self.kind != NetworkKind::GrowOnly || self.may_hold & bloom_bit(envelope.hash) == 0 {
+            return false;
+        }
+        if let Some(held) = self.held.holds(envelope.number) {
+            debug_assert_eq!(held, self.search(envelope).is_ok(), "the held numbers disagree");
+            return held;
+        }
+        self.search(envelope).is_ok()
     }
 
     pub(crate) fn send(&mut self, envelope: Envelope<M>) {
@@ -399,9 +424,13 @@ impl<M: Serialize> Network<M> {
     }
 
     /// Puts `envelope` at index `at`, adding `term` to the network's hash.
+    #[inline]
     fn place(&mut self, at: usize, envelope: Arc<Envelope<M>>, term: u128) {
         self.hash = self.hash.wrapping_add(term);
         self.may_hold |= bloom_bit(envelope.hash);
+        if self.kind == NetworkKind::GrowOnly {
+            self.held.add(envelope.number);
+        }
         self.messages.insert(at, envelope);
         self.debug_check();
     }
@@ -429,7 +458,8 @@ impl<M: Serialize> Network<M> {
     /// stays in the filter, which only needs to be a superset.
     pub(crate) fn take_back(&mut self, envelope: &Envelope<M>) {
         let at = self.search(envelope).expect("the envelope was added");
-        self.messages.remove(at);
+        let taken = self.messages.remove(at);
+        self.held.remove(taken.number);
         self.hash = self.hash.wrapping_sub(envelope.hash);
     }
 
@@ -609,6 +639,18 @@ impl<M: Serialize> Network<M> {
             self.messages.iter().all(|e| self.may_hold & bloom_bit(e.hash) != 0),
             "the filter of held messages misses one"
         );
+        debug_assert!(
+            self.kind != NetworkKind::GrowOnly || self.held == Self::held_numbers(&self.messages),
+            "the held numbers drifted"
+        );
+    }
+
+    /// The index of `messages`, those of a grow-only network.
+    fn held_numbers(messages: &[Arc<Envelope<M>>]) -> HeldNumbers {
+        messages.iter().fold(HeldNumbers::default(), |mut held, e| {
+            held.add(e.number);
+            held
+        })
     }
 
     /// The network's contribution to the world fingerprint.
@@ -657,7 +699,12 @@ impl<M: Serialize> Network<M> {
         connections: Vec<(NodeId, NodeId)>,
     ) -> Self {
         let may_hold = messages.iter().fold(0, |bits, e| bits | bloom_bit(e.hash));
-        let mut network = Network { kind, messages, errors, connections, hash: 0, may_hold };
+        let held = if kind == NetworkKind::GrowOnly {
+            Self::held_numbers(&messages)
+        } else {
+            HeldNumbers::default()
+        };
+        let mut network = Network { kind, messages, errors, connections, hash: 0, may_hold, held };
         network.hash = network.compute_hash();
         network
     }
@@ -772,6 +819,46 @@ mod tests {
         let parts =
             Network::from_parts(NetworkKind::GrowOnly, network.messages.clone(), Vec::new(), Vec::new());
         assert_eq!(parts.may_hold, network.may_hold);
+    }
+
+    /// Messages numbered by the model, messages without a number (read back from bytes, say),
+    /// and messages past the last number, mixed in one grow-only network: `holds` answers as
+    /// the search does for each, before and after the unnumbered ones come and go.
+    #[test]
+    fn a_grow_only_network_holds_the_same_with_numbered_and_unnumbered_messages() {
+        let numbers = MessageNumbers::default();
+        let plain = |msg: u16| Envelope::new(NodeId::new(usize::from(msg % 3)), NodeId::new(1), msg);
+        let numbered = |msg: u16| plain(msg).numbered(&numbers);
+        // Numbers for 0..100 in order, so that 1000.. come after the last number.
+        let sent: Vec<u16> = (0..100).chain(1000..1100).collect();
+        for &msg in &sent {
+            numbered(msg);
+        }
+        assert_eq!(numbered(1099).number, UNNUMBERED, "numbers ran out");
+        let mut network = Network::new(NetworkKind::GrowOnly);
+        for &msg in sent.iter().step_by(2) {
+            network.send(numbered(msg));
+        }
+        let answers_as_searched = |network: &Network<u16>| {
+            for msg in sent.iter().copied().chain(2000..2010) {
+                for envelope in [plain(msg), numbered(msg)] {
+                    assert_eq!(network.holds(&envelope), network.search(&envelope).is_ok(), "message {msg}");
+                }
+            }
+        };
+        answers_as_searched(&network);
+        assert!(network.holds(&numbered(0)) && !network.holds(&numbered(1)));
+        // An unnumbered copy of message 1 makes "number 1 is absent" unknowable from the index.
+        let unnumbered = Arc::new(plain(1));
+        assert!(network.add(&unnumbered));
+        assert!(network.holds(&numbered(1)), "held, though not by its number");
+        answers_as_searched(&network);
+        network.take_back(&unnumbered);
+        assert!(!network.holds(&numbered(1)));
+        answers_as_searched(&network);
+        let parts =
+            Network::from_parts(NetworkKind::GrowOnly, network.messages.clone(), Vec::new(), Vec::new());
+        assert_eq!(parts.held, network.held);
     }
 
     #[test]

@@ -549,7 +549,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             };
             nodes.push(Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
             for (to, msg) in sends {
-                network.send(Envelope::new(me, to, msg));
+                network.send(self.envelope(me, to, msg));
             }
         }
         let pending = low_bits(model.input_driver().once.len());
@@ -603,6 +603,16 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             read_network: Cell::new(false),
             network,
             queue_capacity: self.model.queue_capacity_limit(),
+        }
+    }
+
+    /// The envelope of a message `from` sends `to`, with the model's number for it where the
+    /// network indexes messages by number ([`crate::message_numbers`]).
+    fn envelope(&self, from: NodeId, to: NodeId, msg: P::Msg) -> Envelope<P::Msg> {
+        let envelope = Envelope::new(from, to, msg);
+        match self.model.message_numbers() {
+            Some(numbers) => envelope.numbered(numbers),
+            None => envelope,
         }
     }
 
@@ -1116,7 +1126,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
             return (Effect { change: None, choices, violation, record }, outcome);
         }
         let sends: Box<[Arc<Envelope<P::Msg>>]> =
-            sends.into_iter().map(|(to, msg)| Arc::new(Envelope::new(me, to, msg))).collect();
+            sends.into_iter().map(|(to, msg)| Arc::new(self.envelope(me, to, msg))).collect();
         let node_changed = clock != slot.clock || timers != slot.timers || state != slot.state;
         let node = node_changed.then(|| Arc::new(NodeSlot::new(me.index(), state, timers, clock)));
         let ran = Rc::new(Ran { slot: node, sends });
