@@ -14,7 +14,6 @@
 //! exact shortcut and never a guess.
 
 use crate::NodeId;
-use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 /// The number of an envelope that has none.
@@ -22,29 +21,67 @@ pub(crate) const UNNUMBERED: u32 = u32::MAX;
 
 /// The numbers a model has given its messages, by destination and hash (the identity by which
 /// a grow-only network keeps one copy of a message). Shared by every thread of a check.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct MessageNumbers {
-    given: Mutex<HashMap<(NodeId, u128), u32>>,
+    table: Mutex<Table>,
+}
+
+/// An open-addressing table of twice as many slots as there are numbers, probed linearly from
+/// the hash's low bits (the hash is uniform already): a few lines of code, where a `HashMap`
+/// brought its hasher's code into every search's resident pages.
+#[derive(Debug)]
+struct Table {
+    slots: Vec<Given>,
+    /// Numbers given so far: the next one.
+    given: u32,
+}
+
+/// A slot of [`Table`]: the message numbered `number`, or empty where that is [`UNNUMBERED`].
+#[derive(Clone, Copy, Debug)]
+struct Given {
+    to: NodeId,
+    hash: u128,
+    number: u32,
+}
+
+impl Default for MessageNumbers {
+    fn default() -> Self {
+        let empty = Given { to: NodeId::new(0), hash: 0, number: UNNUMBERED };
+        MessageNumbers { table: Mutex::new(Table { slots: vec![empty; Self::SLOTS], given: 0 }) }
+    }
 }
 
 impl MessageNumbers {
     /// How many distinct messages get numbers: as many as a network's index has bits.
     pub(crate) const CAPACITY: u32 = HeldNumbers::BITS;
 
+    /// Slots of the table: at most half of them are ever used.
+    const SLOTS: usize = 2 * Self::CAPACITY as usize;
+
     /// The number of the message to `to` with hash `hash`: the one it was given before, a new
-    /// one while numbers last, else [`UNNUMBERED`].
+    /// one while numbers last, else [`UNNUMBERED`]. Out of line: it runs only where a handler
+    /// does, and the search's loop stays as it was without it.
+    #[inline(never)]
     pub(crate) fn number(&self, to: NodeId, hash: u128) -> u32 {
         // Only a handler that actually runs sends (a search recalls most steps), so the lock is
         // taken rarely.
-        let mut given = self.given.lock().unwrap_or_else(PoisonError::into_inner);
-        let next = given.len() as u32;
-        match given.get(&(to, hash)) {
-            Some(&number) => number,
-            None if next < Self::CAPACITY => {
-                given.insert((to, hash), next);
-                next
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut at = hash as usize % Self::SLOTS;
+        loop {
+            let slot = table.slots[at];
+            if slot.number == UNNUMBERED {
+                if table.given == Self::CAPACITY {
+                    return UNNUMBERED;
+                }
+                let number = table.given;
+                table.slots[at] = Given { to, hash, number };
+                table.given += 1;
+                return number;
             }
-            None => UNNUMBERED,
+            if (slot.to, slot.hash) == (to, hash) {
+                return slot.number;
+            }
+            at = (at + 1) % Self::SLOTS;
         }
     }
 }
