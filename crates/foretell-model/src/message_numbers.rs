@@ -95,9 +95,9 @@ pub(crate) struct HeldNumbers {
 }
 
 impl HeldNumbers {
-    /// Numbers the index has room for: enough for Paxos.tla's 72 messages (three acceptors,
-    /// ballots 0..2) or two-phase commit's 27 (nine resource managers), and few enough that a
-    /// network stays small to copy (at 256, moving one became a call to `memcpy`).
+    /// Numbers the index has room for: enough for Paxos.tla's messages (at most 72 with three
+    /// acceptors and ballots 0..2) or two-phase commit's (27 with nine resource managers), and
+    /// few enough that a network stays small to copy (at 256, moving one became a `memcpy`).
     const BITS: u32 = 128;
 
     /// Records a message numbered `number` ([`UNNUMBERED`] or not) as held.
