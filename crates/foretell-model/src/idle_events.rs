@@ -10,7 +10,11 @@
 //! so what one world learned about it serves them all.
 //!
 //! Facts are kept by the event's part of the memo key ([`EventKey`]): one bit per spontaneous
-//! input and per armed timer (by index), and a small table of delivered messages (by hash). A
+//! input and per armed timer (by index), one bit per numbered message (a grow-only model's
+//! messages, [`crate::message_numbers`]), and a small table of other delivered messages (by
+//! hash). The bits let the step loop skip a world's known inputs and deliveries together: the
+//! union of its slots' bits says which, since a slot learns facts only about its own node's
+//! events ([`IdleFacts`]). A
 //! delivery is a no-op only in a network that does not consume it (grow-only), where a
 //! message stays deliverable after its receipt: a TM that recorded an RM's `Prepared` meets it
 //! again in every later world. In any network, a delivery the handler declared not enabled
@@ -25,6 +29,7 @@
 //! is not recorded, and is looked up in the memo as before. Every entry is written once, with
 //! the whole 62-bit key, so a reader sees either nothing or a true fact.
 
+use crate::message_numbers::NumberSet;
 use crate::step_memo::EventKey;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -37,8 +42,21 @@ pub(crate) struct IdleEvents {
     inputs: AtomicU64,
     /// Bit `t`: firing the slot's `t`-th timer changes nothing.
     timers: AtomicU64,
-    /// Delivered messages that change nothing.
+    /// Bit `k` (of a [`NumberSet`]): delivering the message numbered `k` changes nothing.
+    numbered: [AtomicU64; 2],
+    /// Delivered messages without a number that change nothing.
     messages: IdleMessages,
+}
+
+/// What a world's slots know to change nothing, together: the union of their facts. A slot
+/// learns facts only about its own node's events (an input is the acting node's, a message is
+/// addressed to it), and stays at its node's position, so the union needs no mask per node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct IdleFacts {
+    /// Bit `i`: spontaneous input `i` (of the first 64).
+    pub(crate) inputs: u64,
+    /// The numbered messages.
+    pub(crate) messages: NumberSet,
 }
 
 /// Message keys (the envelope hash's low 62 bits), each in the entry its low bits pick or the
@@ -87,22 +105,29 @@ impl IdleEvents {
     #[inline]
     pub(crate) fn knows(&self, simulator: u64, event: EventKey) -> bool {
         let known = match event {
-            EventKey::Delivery(key) => self.messages.holds(key),
+            EventKey::Delivery { key, number } => match NumberSet::place(number) {
+                Some((word, bit)) => self.numbered[word].load(Relaxed) & bit != 0,
+                None => self.messages.holds(key),
+            },
             EventKey::Input(i) => Self::has_bit(&self.inputs, i),
             EventKey::Timer(t) => Self::has_bit(&self.timers, t),
         };
         known && self.simulator.load(Relaxed) == simulator
     }
 
-    /// The spontaneous inputs known to change nothing at this slot under `simulator`, one bit
-    /// per input index (the bits [`IdleEvents::knows`] tests one at a time).
+    /// The spontaneous inputs and numbered messages known to change nothing at this slot
+    /// under `simulator` (the bits [`IdleEvents::knows`] tests one at a time); the messages
+    /// only if `messages`.
     #[inline]
-    pub(crate) fn inputs(&self, simulator: u64) -> u64 {
-        if self.simulator.load(Relaxed) == simulator {
-            self.inputs.load(Relaxed)
-        } else {
-            0
+    pub(crate) fn facts(&self, simulator: u64, messages: bool) -> IdleFacts {
+        if self.simulator.load(Relaxed) != simulator {
+            return IdleFacts::default();
         }
+        let inputs = self.inputs.load(Relaxed);
+        if !messages {
+            return IdleFacts { inputs, messages: NumberSet::default() };
+        }
+        IdleFacts { inputs, messages: NumberSet(self.numbered.each_ref().map(|word| word.load(Relaxed))) }
     }
 
     /// Records that `event` changes nothing at this slot under `simulator`, unless the slot's
@@ -120,13 +145,21 @@ impl IdleEvents {
             return;
         }
         // Written once per fact: a slot shared across threads is then only read.
+        let set = |bits: &AtomicU64, bit: u64| {
+            if bits.load(Relaxed) & bit == 0 {
+                bits.fetch_or(bit, Relaxed);
+            }
+        };
         let set_bit = |bits: &AtomicU64, index: u32| {
-            if index < 64 && !Self::has_bit(bits, index) {
-                bits.fetch_or(1 << index, Relaxed);
+            if index < 64 {
+                set(bits, 1 << index);
             }
         };
         match event {
-            EventKey::Delivery(key) => self.messages.record(key),
+            EventKey::Delivery { key, number } => match NumberSet::place(number) {
+                Some((word, bit)) => set(&self.numbered[word], bit),
+                None => self.messages.record(key),
+            },
             EventKey::Input(i) => set_bit(&self.inputs, i),
             EventKey::Timer(t) => set_bit(&self.timers, t),
         }
@@ -138,6 +171,7 @@ impl IdleEvents {
             simulator: AtomicU64::new(self.simulator.load(Relaxed)),
             inputs: AtomicU64::new(self.inputs.load(Relaxed)),
             timers: AtomicU64::new(self.timers.load(Relaxed)),
+            numbered: self.numbered.each_ref().map(|word| AtomicU64::new(word.load(Relaxed))),
             messages: self.messages.copy(),
         }
     }
@@ -151,6 +185,7 @@ impl IdleEvents {
 #[cfg(test)]
 mod tests {
     use super::IdleMessages;
+    use crate::message_numbers::NumberSet;
     use crate::step_memo::EventKey;
     use crate::{
         Action, Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World,
@@ -272,11 +307,11 @@ mod tests {
             (5, Action::Reset(NodeId(1))),
         ];
         assert_eq!(ran, expected);
-        assert_eq!(sim.idle_inputs(&start), 0, "nothing is known before the memo recalls a step");
+        assert_eq!(sim.idle_facts(&start).inputs, 0, "nothing is known before the memo recalls a step");
         assert_eq!(steps(), ran, "recalled");
         assert_eq!(start.nodes[0].idle.inputs.load(Relaxed), 0b0001);
         assert_eq!(start.nodes[1].idle.inputs.load(Relaxed), 0b1000);
-        assert_eq!(sim.idle_inputs(&start), 0b1001, "each node's facts, under its own inputs");
+        assert_eq!(sim.idle_facts(&start).inputs, 0b1001, "each node's facts, under its own inputs");
         assert_eq!(steps(), ran, "skipped without a lookup, under the same ordinals");
         assert_steps_replay(&sim, &start, &ran);
     }
@@ -295,7 +330,7 @@ mod tests {
         let expected = vec![(64, Action::Spontaneous(64)), (65, Action::Spontaneous(65))];
         assert_eq!(steps(), expected);
         assert_eq!(steps(), expected, "recalled");
-        assert_eq!(sim.idle_inputs(&start), u64::MAX, "every input of the bit set is known idle");
+        assert_eq!(sim.idle_facts(&start).inputs, u64::MAX, "every input of the bit set is known idle");
         assert_eq!(steps(), expected, "skipped without a lookup, under the same ordinals");
         assert_steps_replay(&sim, &start, &expected);
     }
@@ -315,26 +350,73 @@ mod tests {
         assert_eq!(successor_count(&other, &start), 1);
     }
 
+    /// What the mail model's slot learned: the message keys of its table, and its numbered
+    /// messages.
+    struct Learned {
+        keys: Vec<u64>,
+        numbers: NumberSet,
+    }
+
     /// The successors of the mail model's start, counted on three expansions (the first runs
-    /// the handlers, the later ones recall them), and the message keys its slot then holds,
-    /// with the `Idle` message's key.
-    fn mail_expansions(network: NetworkKind, disable_idle: bool) -> ([usize; 3], Vec<u64>, u64) {
+    /// the handlers, the later ones recall them), what its slot then knows, and the `Idle`
+    /// message's event.
+    fn mail_expansions(network: NetworkKind, disable_idle: bool) -> ([usize; 3], Learned, EventKey) {
         let mail = vec![Input::Bump, Input::Idle];
         let model = Model::new(Counter { mail, disable_idle }).nodes(1).network(network);
         let sim = Simulator::new(&model).unwrap();
         let start = start(&sim);
         let counts = [(); 3].map(|()| successor_count(&sim, &start));
-        let entries = start.nodes[0].idle.messages.0.iter().map(|entry| entry.load(Relaxed));
-        let learned = entries.filter(|&key| key != 0).collect();
-        let idle = start.network.messages().iter().find(|envelope| envelope.msg == Input::Idle).unwrap();
-        (counts, learned, EventKey::delivery(idle.hash).bits())
+        let idle = &start.nodes[0].idle;
+        let entries = idle.messages.0.iter().map(|entry| entry.load(Relaxed));
+        let numbers = NumberSet(idle.numbered.each_ref().map(|word| word.load(Relaxed)));
+        let learned = Learned { keys: entries.filter(|&key| key != 0).collect(), numbers };
+        let message = start.network.messages().iter().find(|envelope| envelope.msg == Input::Idle).unwrap();
+        (counts, learned, EventKey::delivery(message))
     }
 
     #[test]
     fn a_slot_learns_the_messages_of_a_grow_only_network_it_ignores() {
         let (counts, learned, idle) = mail_expansions(NetworkKind::GrowOnly, false);
         assert_eq!(counts, [1, 1, 1], "Bump is still delivered");
-        assert_eq!(learned, [idle], "only the Idle message is idle");
+        // A grow-only model numbers its messages: the fact is the number's bit.
+        let EventKey::Delivery { number, .. } = idle else { unreachable!("a delivery") };
+        let mut expected = NumberSet::default();
+        assert!(expected.insert(number), "the Idle message has a number");
+        assert_eq!(learned.numbers, expected, "only the Idle message is idle");
+        assert!(learned.keys.is_empty(), "a numbered message takes no entry of the table");
+    }
+
+    /// Two nodes, each mailing itself `Bump` and `Idle` over a grow-only set: once the slots
+    /// know their `Idle` messages, the step loop passes over those deliveries by their numbers
+    /// and still gives each successor the ordinal that names it.
+    #[test]
+    fn known_idle_deliveries_are_skipped_in_their_places() {
+        let mail = vec![Input::Bump, Input::Idle];
+        let counter = Counter { mail, disable_idle: false };
+        let model = Model::new(counter).nodes(2).network(NetworkKind::GrowOnly);
+        let sim = Simulator::new(&model).unwrap();
+        let start = start(&sim);
+        let messages = start.network.messages();
+        let position = |to: usize, msg: Input| {
+            messages.iter().position(|e| e.to == NodeId::new(to) && e.msg == msg).expect("mailed") as u32
+        };
+        let expected = vec![
+            (position(0, Input::Bump), Action::Deliver(position(0, Input::Bump))),
+            (position(1, Input::Bump), Action::Deliver(position(1, Input::Bump))),
+        ];
+        let idle = [position(0, Input::Idle), position(1, Input::Idle)];
+        assert!(idle.iter().any(|&i| i < expected[1].0), "an idle delivery comes before a taken one");
+        let steps = || successor_steps(&sim, &start);
+        assert_eq!(steps(), expected);
+        assert_eq!(sim.idle_facts(&start).messages, NumberSet::default(), "nothing known before a recall");
+        assert_eq!(steps(), expected, "recalled");
+        let mut known = NumberSet::default();
+        for i in idle {
+            assert!(known.insert(messages[i as usize].number), "grow-only messages are numbered");
+        }
+        assert_eq!(sim.idle_facts(&start).messages, known, "each node's Idle, from its own slot");
+        assert_eq!(steps(), expected, "skipped by number, under the same ordinals");
+        assert_steps_replay(&sim, &start, &expected);
     }
 
     #[test]
@@ -342,11 +424,12 @@ mod tests {
         // Delivering Idle consumes it: a successor, and no fact.
         let (counts, learned, _) = mail_expansions(NetworkKind::Unordered, false);
         assert_eq!(counts, [2, 2, 2]);
-        assert!(learned.is_empty(), "a consumed message is never idle");
+        assert!(learned.keys.is_empty(), "a consumed message is never idle");
         // Declared not enabled, it stays in the network and is idle in any network.
         let (counts, learned, idle) = mail_expansions(NetworkKind::Unordered, true);
         assert_eq!(counts, [1, 1, 1]);
-        assert_eq!(learned, [idle]);
+        assert_eq!(learned.keys, [idle.bits()], "an unnumbered message, in the table");
+        assert_eq!(learned.numbers, NumberSet::default());
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl Default for MessageNumbers {
 
 impl MessageNumbers {
     /// How many distinct messages get numbers: as many as a network's index has bits.
-    pub(crate) const CAPACITY: u32 = HeldNumbers::BITS;
+    pub(crate) const CAPACITY: u32 = NumberSet::BITS;
 
     /// Slots of the table: at most half of them are ever used.
     const SLOTS: usize = 2 * Self::CAPACITY as usize;
@@ -86,33 +86,84 @@ impl MessageNumbers {
     }
 }
 
+/// A set of message numbers, one bit each: the held messages of a network ([`HeldNumbers`]),
+/// or the messages a node slot is known to ignore ([`crate::idle_events`]). Unnumbered
+/// messages are never in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct NumberSet(pub(crate) [u64; 2]);
+
+impl NumberSet {
+    /// Numbers the set has room for: enough for Paxos.tla's messages (at most 72 with three
+    /// acceptors and ballots 0..2) or two-phase commit's (27 with nine resource managers), and
+    /// few enough that a network stays small to copy (at 256, moving one became a `memcpy`).
+    pub(crate) const BITS: u32 = 128;
+
+    /// Adds `number`; false (and nothing added) if it is not one.
+    #[inline(always)]
+    pub(crate) fn insert(&mut self, number: u32) -> bool {
+        let Some((word, bit)) = Self::place(number) else {
+            return false;
+        };
+        self.0[word] |= bit;
+        true
+    }
+
+    /// Removes `number`; false if it is not one.
+    #[inline(always)]
+    pub(crate) fn remove(&mut self, number: u32) -> bool {
+        let Some((word, bit)) = Self::place(number) else {
+            return false;
+        };
+        self.0[word] &= !bit;
+        true
+    }
+
+    /// Whether `number` is in the set, or `None` if it is not a number.
+    #[inline(always)]
+    pub(crate) fn get(&self, number: u32) -> Option<bool> {
+        let (word, bit) = Self::place(number)?;
+        Some(self.0[word] & bit != 0)
+    }
+
+    /// Whether `number` is in the set (never an unnumbered message).
+    #[inline(always)]
+    pub(crate) fn contains(&self, number: u32) -> bool {
+        self.get(number) == Some(true)
+    }
+
+    /// The numbers in either set.
+    #[inline(always)]
+    pub(crate) fn union(self, other: NumberSet) -> NumberSet {
+        NumberSet([self.0[0] | other.0[0], self.0[1] | other.0[1]])
+    }
+
+    /// The word and bit of `number`, if it is one.
+    #[inline(always)]
+    pub(crate) fn place(number: u32) -> Option<(usize, u64)> {
+        (number < Self::BITS).then(|| ((number / 64) as usize, 1 << (number % 64)))
+    }
+}
+
 /// The numbers of the messages a grow-only network holds, and how many of its messages have
 /// none. A grow-only network holds one copy of each message, so a number is held or not.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HeldNumbers {
-    bits: [u64; 2],
+    numbers: NumberSet,
     unnumbered: u32,
 }
 
 impl HeldNumbers {
-    /// Numbers the index has room for: enough for Paxos.tla's messages (at most 72 with three
-    /// acceptors and ballots 0..2) or two-phase commit's (27 with nine resource managers), and
-    /// few enough that a network stays small to copy (at 256, moving one became a `memcpy`).
-    const BITS: u32 = 128;
-
     /// Records a message numbered `number` ([`UNNUMBERED`] or not) as held.
     pub(crate) fn add(&mut self, number: u32) {
-        match Self::place(number) {
-            Some((word, bit)) => self.bits[word] |= bit,
-            None => self.unnumbered += 1,
+        if !self.numbers.insert(number) {
+            self.unnumbered += 1;
         }
     }
 
     /// Records a held message numbered `number` as gone.
     pub(crate) fn remove(&mut self, number: u32) {
-        match Self::place(number) {
-            Some((word, bit)) => self.bits[word] &= !bit,
-            None => self.unnumbered -= 1,
+        if !self.numbers.remove(number) {
+            self.unnumbered -= 1;
         }
     }
 
@@ -120,18 +171,10 @@ impl HeldNumbers {
     /// unnumbered message, nor for an absent number while some held message has none.
     #[inline(always)]
     pub(crate) fn holds(&self, number: u32) -> Option<bool> {
-        let (word, bit) = Self::place(number)?;
-        if self.bits[word] & bit != 0 {
-            Some(true)
-        } else {
-            (self.unnumbered == 0).then_some(false)
+        match self.numbers.get(number)? {
+            true => Some(true),
+            false => (self.unnumbered == 0).then_some(false),
         }
-    }
-
-    /// The word and bit of `number`, if it is one.
-    #[inline(always)]
-    fn place(number: u32) -> Option<(usize, u64)> {
-        (number < Self::BITS).then(|| ((number / 64) as usize, 1 << (number % 64)))
     }
 }
 

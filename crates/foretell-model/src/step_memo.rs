@@ -44,8 +44,10 @@ pub(crate) type Key = (u128, u64);
 /// of event it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum EventKey {
-    /// A message delivered, by the low 62 bits of its envelope's hash.
-    Delivery(u64),
+    /// A message delivered, by the low 62 bits of its envelope's hash (`key`), with the
+    /// model's number for it, if any (see [`crate::message_numbers`]), which names the same
+    /// message and is not part of the bits.
+    Delivery { key: u64, number: u32 },
     /// The acting slot's `t`-th armed timer fires.
     Timer(u32),
     /// Spontaneous driver input `i`.
@@ -55,16 +57,16 @@ pub(crate) enum EventKey {
 impl EventKey {
     const PAYLOAD: u64 = !(0b11 << 62);
 
-    /// The delivery of the envelope whose hash is `hash`.
-    pub(crate) fn delivery(hash: u128) -> Self {
-        EventKey::Delivery(hash as u64 & Self::PAYLOAD)
+    /// The delivery of `envelope`.
+    pub(crate) fn delivery<M>(envelope: &Envelope<M>) -> Self {
+        EventKey::Delivery { key: envelope.hash as u64 & Self::PAYLOAD, number: envelope.number }
     }
 
     /// The key's 64 bits, as the memo stores them.
     #[inline]
     pub(crate) fn bits(self) -> u64 {
         match self {
-            EventKey::Delivery(hash) => hash,
+            EventKey::Delivery { key, .. } => key,
             EventKey::Timer(t) => 1 << 62 | u64::from(t),
             EventKey::Input(i) => 2 << 62 | u64::from(i),
         }
