@@ -116,18 +116,19 @@ impl IdleEvents {
     }
 
     /// The spontaneous inputs and numbered messages known to change nothing at this slot
-    /// under `simulator` (the bits [`IdleEvents::knows`] tests one at a time); the messages
-    /// only if `messages`.
+    /// under `simulator` (the bits [`IdleEvents::knows`] tests one at a time).
     #[inline]
-    pub(crate) fn facts(&self, simulator: u64, messages: bool) -> IdleFacts {
+    pub(crate) fn facts(&self, simulator: u64) -> IdleFacts {
         if self.simulator.load(Relaxed) != simulator {
             return IdleFacts::default();
         }
-        let inputs = self.inputs.load(Relaxed);
-        if !messages {
-            return IdleFacts { inputs, messages: NumberSet::default() };
-        }
-        IdleFacts { inputs, messages: NumberSet(self.numbered.each_ref().map(|word| word.load(Relaxed))) }
+        IdleFacts { inputs: self.inputs.load(Relaxed), messages: self.numbered_set() }
+    }
+
+    /// The numbered messages known to change nothing, whoever's facts they are.
+    #[inline]
+    fn numbered_set(&self) -> NumberSet {
+        NumberSet(self.numbered.each_ref().map(|word| word.load(Relaxed)))
     }
 
     /// Records that `event` changes nothing at this slot under `simulator`, unless the slot's
@@ -368,8 +369,8 @@ mod tests {
         let counts = [(); 3].map(|()| successor_count(&sim, &start));
         let idle = &start.nodes[0].idle;
         let entries = idle.messages.0.iter().map(|entry| entry.load(Relaxed));
-        let numbers = NumberSet(idle.numbered.each_ref().map(|word| word.load(Relaxed)));
-        let learned = Learned { keys: entries.filter(|&key| key != 0).collect(), numbers };
+        let learned =
+            Learned { keys: entries.filter(|&key| key != 0).collect(), numbers: idle.numbered_set() };
         let message = start.network.messages().iter().find(|envelope| envelope.msg == Input::Idle).unwrap();
         (counts, learned, EventKey::delivery(message))
     }

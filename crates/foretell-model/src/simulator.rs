@@ -1259,9 +1259,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
     /// and most of its deliveries: a message of the grow-only set stays deliverable after it
     /// was received.
     pub(crate) fn idle_facts(&self, world: &World<P>) -> IdleFacts {
-        let messages = !world.network.messages().is_empty();
         world.nodes.iter().fold(IdleFacts::default(), |idle, slot| {
-            let facts = slot.idle.facts(self.id, messages);
+            let facts = slot.idle.facts(self.id);
             IdleFacts { inputs: idle.inputs | facts.inputs, messages: idle.messages.union(facts.messages) }
         })
     }
