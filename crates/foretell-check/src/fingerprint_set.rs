@@ -1,4 +1,6 @@
 //! The visited set of the stateful engines: which 64-bit state fingerprints have been seen.
+//! (A search on one thread in the exact mode keeps them in [`crate::packed_set`] instead, in a
+//! quarter less memory; this set is the one threads share, and the lossy modes'.)
 //!
 //! A stateful search asks one question per successor — "insert this fingerprint; was it new?" —
 //! tens of millions of times a second, and the set's size is usually what bounds the search. So

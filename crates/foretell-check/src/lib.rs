@@ -37,6 +37,7 @@ mod liveness;
 mod lmc;
 mod memory;
 mod options;
+mod packed_set;
 mod report;
 mod segmented_vec;
 mod shared_path;

@@ -34,6 +34,8 @@ pub(crate) struct ZeroedPages {
 enum Origin {
     /// A mapping of its own, of at least a large page.
     Mapping,
+    /// A mapping of its own on base pages.
+    BaseMapping,
     /// A block of this many bytes in a large page shared with blocks of the same size.
     Shared(usize),
     /// The global allocator.
@@ -50,15 +52,33 @@ impl ZeroedPages {
     /// `bytes` zeroed bytes (at least 1), aligned to 64.
     pub(crate) fn new(bytes: usize) -> Self {
         let layout = Layout::from_size_align(bytes.max(1), 64).expect("a block's size is a valid layout");
-        let mapped = if layout.size() >= LARGE_PAGE {
-            map_large(layout.size()).map(|start| (start, Origin::Mapping))
-        } else {
-            SharedLargePages::block_size(layout.size())
-                .and_then(|size| Some((shared_large_pages::shared().take(size)?, Origin::Shared(size))))
+        let mapped = match SharedLargePages::block_size(layout.size()) {
+            Some(size) => shared_large_pages::shared().take(size).map(|start| (start, Origin::Shared(size))),
+            None if layout.size() >= LARGE_PAGE => {
+                map_large(layout.size()).map(|start| (start, Origin::Mapping))
+            }
+            None => None,
         };
         if let Some((start, origin)) = mapped {
             return ZeroedPages { start, layout, origin };
         }
+        Self::allocated(layout)
+    }
+
+    /// `bytes` zeroed bytes (at least 1), aligned to 64, on base pages even where a large page
+    /// would take them: a large page is resident whole from its first write, a base page one
+    /// page at a time. On Linux a mapping of its own, whose memory goes back to the system when
+    /// it is dropped (a block of the global allocator may stay resident in its free lists).
+    pub(crate) fn on_base_pages(bytes: usize) -> Self {
+        let layout = Layout::from_size_align(bytes.max(1), 64).expect("a block's size is a valid layout");
+        match map_base(layout.size()) {
+            Some(start) => ZeroedPages { start, layout, origin: Origin::BaseMapping },
+            None => Self::allocated(layout),
+        }
+    }
+
+    /// A zeroed block of the global allocator.
+    fn allocated(layout: Layout) -> Self {
         // SAFETY: the layout is not empty.
         let start = unsafe { std::alloc::alloc_zeroed(layout) };
         let Some(start) = NonNull::new(start) else {
@@ -100,13 +120,18 @@ impl ZeroedPages {
 impl Drop for ZeroedPages {
     fn drop(&mut self) {
         match self.origin {
-            Origin::Mapping => {
-                unmap_large(self.start.as_ptr() as usize, self.len().next_multiple_of(LARGE_PAGE))
-            }
+            Origin::Mapping => unmap(self.start.as_ptr() as usize, self.len().next_multiple_of(LARGE_PAGE)),
+            Origin::BaseMapping => unmap(self.start.as_ptr() as usize, self.len()),
             Origin::Shared(size) => shared_large_pages::shared().give_back(self.start, size),
-            // SAFETY: allocated by the global allocator with this layout, and no longer
-            // referred to.
-            Origin::Allocator => unsafe { std::alloc::dealloc(self.start.as_ptr(), self.layout) },
+            Origin::Allocator => {
+                // The allocator may keep the block in its free lists, resident: its whole pages
+                // go back to the system first (a packed visited set's small tables, freed as it
+                // grew, stayed resident in glibc's heap: 7.9 MB at two-phase commit N = 8).
+                self.release();
+                // SAFETY: allocated by the global allocator with this layout, and no longer
+                // referred to.
+                unsafe { std::alloc::dealloc(self.start.as_ptr(), self.layout) }
+            }
         }
     }
 }
@@ -155,16 +180,39 @@ fn map_large(_: usize) -> Option<NonNull<u8>> {
     None
 }
 
-/// Unmaps `bytes` (a multiple of [`LARGE_PAGE`]) at `start`, mapped by [`map_large`] and no
-/// longer referred to.
+/// A mapping of its own of `bytes` on base pages, on Linux; `None` elsewhere, or if the system
+/// refuses the mapping.
 #[cfg(target_os = "linux")]
-fn unmap_large(start: usize, bytes: usize) {
-    // SAFETY: mapped by `map_large` with this length, and no longer referred to.
+fn map_base(bytes: usize) -> Option<NonNull<u8>> {
+    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+    let raw = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    (raw != libc::MAP_FAILED).then(|| NonNull::new(raw.cast())).flatten()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn map_base(_: usize) -> Option<NonNull<u8>> {
+    None
+}
+
+/// Unmaps the `bytes` at `start`, mapped by [`map_large`] (then a multiple of [`LARGE_PAGE`])
+/// or [`map_base`], and no longer referred to.
+#[cfg(target_os = "linux")]
+fn unmap(start: usize, bytes: usize) {
+    // SAFETY: mapped by `map_large` or `map_base` with this length, and no longer referred to.
     unsafe { libc::munmap(start as *mut libc::c_void, bytes) };
 }
 
 #[cfg(not(target_os = "linux"))]
-fn unmap_large(_: usize, _: usize) {
+fn unmap(_: usize, _: usize) {
     unreachable!("only Linux maps blocks of their own")
 }
 
@@ -194,20 +242,49 @@ mod tests {
 
     #[test]
     fn blocks_of_either_kind_are_zeroed_writable_and_aligned() {
-        for bytes in
-            [1, 64, 4096, 128 << 10, (1 << 20) - 64, LARGE_PAGE - 64, LARGE_PAGE, 3 * LARGE_PAGE + 64]
-        {
+        for bytes in [
+            1,
+            64,
+            4096,
+            128 << 10,
+            48 << 12,
+            (1 << 20) - 64,
+            LARGE_PAGE - 64,
+            LARGE_PAGE,
+            3 << 20,
+            3 * LARGE_PAGE + 64,
+        ] {
             let block = ZeroedPages::new(bytes);
             assert_eq!(block.len(), bytes);
             assert_eq!(block.as_ptr() as usize % 64, 0, "{bytes} bytes");
             if cfg!(target_os = "linux") {
-                if bytes >= LARGE_PAGE {
-                    assert_eq!(block.as_ptr() as usize % LARGE_PAGE, 0, "{bytes} bytes");
+                match SharedLargePages::block_size(bytes) {
+                    Some(size) => {
+                        assert!(matches!(block.origin, Origin::Shared(s) if s == size), "{bytes} bytes")
+                    }
+                    None if bytes >= LARGE_PAGE => {
+                        assert!(matches!(block.origin, Origin::Mapping), "{bytes} bytes");
+                        assert_eq!(block.as_ptr() as usize % LARGE_PAGE, 0, "{bytes} bytes");
+                    }
+                    None => assert!(matches!(block.origin, Origin::Allocator), "{bytes} bytes"),
                 }
-                if let Some(size) = SharedLargePages::block_size(bytes) {
-                    assert!(matches!(block.origin, Origin::Shared(s) if s == size), "{bytes} bytes");
-                    assert_eq!(block.as_ptr() as usize % size, 0, "{bytes} bytes at a multiple of its size");
-                }
+            }
+            // SAFETY: the block holds `bytes` bytes.
+            let slice = unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), bytes) };
+            assert!(slice.iter().all(|&b| b == 0), "{bytes} bytes start zeroed");
+            slice.fill(7);
+            assert_eq!(slice[bytes - 1], 7);
+        }
+    }
+
+    #[test]
+    fn blocks_on_base_pages_are_zeroed_writable_and_aligned() {
+        for bytes in [1, 48 << 12, 3 << 20, (48 << 15) + 100] {
+            let block = ZeroedPages::on_base_pages(bytes);
+            assert_eq!(block.len(), bytes);
+            assert_eq!(block.as_ptr() as usize % 64, 0, "{bytes} bytes");
+            if cfg!(target_os = "linux") {
+                assert!(matches!(block.origin, Origin::BaseMapping), "{bytes} bytes");
             }
             // SAFETY: the block holds `bytes` bytes.
             let slice = unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), bytes) };

@@ -199,14 +199,14 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     let threads = threads.clamp(1, MAX_THREADS);
     let sim = exp.sim;
     let properties = sim.model().properties().len();
-    let mut visited = Seen::new(exp.options, false);
+    let mut visited = Seen::new(exp.options, false, threads);
     let bits = exp.options.fingerprint_bits;
     let mut workers: Vec<Worker<P>> = (0..threads).map(|i| Worker::new(i, properties)).collect();
     let mut initial = Vec::new();
     let mut root = 0u32;
     sim.initial_worlds(|_, world, violation| {
         let first = &mut workers[0];
-        if first.found.is_none() && matches!(visited.visit(key_of(sim, &world), bits, 0), Visit::New) {
+        if first.found.is_none() && matches!(visited.visit_owned(key_of(sim, &world), bits, 0), Visit::New) {
             let id = first.record(ROOT, root);
             match first.tally.examine(sim, &world, 0, violation) {
                 Some(v) => first.found = Some((id, v)),

@@ -122,14 +122,14 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
     let threads = threads.clamp(1, crate::engine::bfs::MAX_THREADS);
     let sim = exp.sim;
     let bits = exp.options.fingerprint_bits;
-    let mut seen = Seen::new(exp.options, exp.options.depth_max.is_some());
+    let mut seen = Seen::new(exp.options, exp.options.depth_max.is_some(), threads);
     let properties = sim.model().properties().len();
     let mut tallies: Vec<Tally> = (0..threads).map(|_| Tally::new(properties)).collect();
     let mut roots = Vec::new();
     let mut roots_found = None;
     let mut root = 0u32;
     sim.initial_worlds(|_, world, violation| {
-        if roots_found.is_none() && matches!(seen.visit(key_of(sim, &world), bits, 0), Visit::New) {
+        if roots_found.is_none() && matches!(seen.visit_owned(key_of(sim, &world), bits, 0), Visit::New) {
             let path = Path::start(root);
             match tallies[0].examine(sim, &world, 0, violation) {
                 Some(v) => roots_found = Some((path.to_vec(), v)),
@@ -453,13 +453,13 @@ mod tests {
             unique: AtomicU64::new(0),
             found: Mutex::new(None),
         };
-        let mut seen = Seen::new(&options, false);
+        let mut seen = Seen::new(&options, false, 1);
         let mut tally = Tally::new(0);
         let mut roots = Vec::new();
         sim.initial_worlds(|_, world, _| roots.push(world));
         let root = roots.pop().expect("an initial world");
         assert!(roots.is_empty(), "one initial world");
-        assert!(matches!(seen.visit(root.fingerprint(), options.fingerprint_bits, 0), Visit::New));
+        assert!(matches!(seen.visit_owned(root.fingerprint(), options.fingerprint_bits, 0), Visit::New));
         // As many workers wait as there could ever be worlds queued for them.
         let board = Board::new(Vec::new());
         board.waiting.store(usize::MAX / 2, Ordering::Relaxed);

@@ -1,11 +1,13 @@
 //! The visited set of the stateful engines, whichever way it stores worlds: 64-bit
-//! fingerprints in a [`FingerprintSet`] (exact, compacted or bitstate), full 128-bit
-//! fingerprints, or, for a depth-bounded depth-first search, each world's smallest depth.
+//! fingerprints in a [`FingerprintSet`] (exact, compacted or bitstate) or, for a search on one
+//! thread, exactly in a [`PackedSet`]; full 128-bit fingerprints; or, for a depth-bounded
+//! depth-first search, each world's smallest depth.
 //! Under a declared symmetry a world is stored under its orbit's canonical fingerprint, so
 //! the counts are those of orbits, the same in any order and on any thread count.
 
 use super::sharded_map::{self, split, ShardedMap};
-use crate::fingerprint_set::FingerprintSet;
+use crate::fingerprint_set::{FingerprintSet, MemoryMode};
+use crate::packed_set::PackedSet;
 use crate::{CheckOptions, FingerprintBits};
 use foretell_model::{Delta, Fingerprint, Protocol, Simulator, StepViolation, Successor, Unbuilt, World};
 use std::collections::hash_map::Entry;
@@ -15,6 +17,8 @@ use std::sync::{Mutex, MutexGuard};
 /// depth.
 pub(crate) enum Seen {
     Set(FingerprintSet),
+    /// Made for one thread only: its worker visits it through `&mut` ([`Seen::visit_owned`]).
+    Packed(PackedSet),
     Wide(ShardedMap<()>),
     Depths(ShardedMap<u32>),
 }
@@ -30,13 +34,16 @@ pub(crate) enum Visit {
 }
 
 impl Seen {
-    /// The set `options` ask for; `depths` keeps each world's smallest depth (for a depth-bounded
-    /// search whose order is not breadth-first).
-    pub(crate) fn new(options: &CheckOptions, depths: bool) -> Self {
-        match (depths, options.fingerprint_bits) {
-            (true, _) => Seen::Depths(ShardedMap::default()),
-            (false, FingerprintBits::B128) => Seen::Wide(ShardedMap::default()),
-            (false, FingerprintBits::B64) => Seen::Set(FingerprintSet::new(options.memory.mode())),
+    /// The set `options` ask for, for a search on `threads` threads; `depths` keeps each
+    /// world's smallest depth (for a depth-bounded search whose order is not breadth-first).
+    pub(crate) fn new(options: &CheckOptions, depths: bool, threads: usize) -> Self {
+        match (depths, options.fingerprint_bits, options.memory.mode()) {
+            (true, _, _) => Seen::Depths(ShardedMap::default()),
+            (false, FingerprintBits::B128, _) => Seen::Wide(ShardedMap::default()),
+            (false, FingerprintBits::B64, MemoryMode::Exact) if threads == 1 => {
+                Seen::Packed(PackedSet::new())
+            }
+            (false, FingerprintBits::B64, mode) => Seen::Set(FingerprintSet::new(mode)),
         }
     }
 
@@ -44,6 +51,7 @@ impl Seen {
     pub(crate) fn len(&self) -> u64 {
         match self {
             Seen::Set(set) => set.len(),
+            Seen::Packed(set) => set.len(),
             Seen::Wide(set) => set.len(),
             Seen::Depths(map) => map.len(),
         }
@@ -53,6 +61,7 @@ impl Seen {
     pub(crate) fn bytes(&self) -> u64 {
         match self {
             Seen::Set(set) => set.bytes(),
+            Seen::Packed(set) => set.bytes(),
             Seen::Wide(set) => set.bytes(),
             Seen::Depths(map) => map.bytes(),
         }
@@ -64,7 +73,7 @@ impl Seen {
             Seen::Set(set) => set
                 .omission()
                 .map(|o| crate::Omission { per_state: o.per_state, expected_missed: o.expected_missed }),
-            Seen::Wide(_) | Seen::Depths(_) => None,
+            Seen::Packed(_) | Seen::Wide(_) | Seen::Depths(_) => None,
         }
     }
 
@@ -73,15 +82,19 @@ impl Seen {
     /// depth bounds, have no such hint.
     #[inline]
     pub(crate) fn prefetch(&self, fingerprint: Fingerprint) {
-        if let Seen::Set(set) = self {
-            set.prefetch(fingerprint.short());
+        match self {
+            Seen::Set(set) => set.prefetch(fingerprint.short()),
+            Seen::Packed(set) => set.prefetch(fingerprint.short()),
+            Seen::Wide(_) | Seen::Depths(_) => {}
         }
     }
 
-    pub(crate) fn visit(&self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
+    /// Visits `fingerprint` for one of several workers that share the set.
+    fn visit(&self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
         let key = sharded_map::stored_key(fingerprint, bits);
         let new = match self {
             Seen::Set(set) => set.insert(fingerprint.short()),
+            Seen::Packed(_) => unreachable!("a packed set is made for one thread, which owns it"),
             Seen::Wide(set) => set.shard(key).insert(split(key), ()).is_none(),
             Seen::Depths(map) => match map.shard(key).entry(split(key)) {
                 Entry::Vacant(entry) => {
@@ -134,15 +147,29 @@ impl Visitor for &mut Seen {
 
     #[inline(always)]
     fn visit(&mut self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
-        match self {
-            Seen::Set(set) => {
-                if set.insert_mut(fingerprint.short()) {
-                    Visit::New
-                } else {
-                    Visit::Seen
-                }
-            }
-            Seen::Wide(_) | Seen::Depths(_) => Seen::visit(self, fingerprint, bits, depth),
+        self.visit_owned(fingerprint, bits, depth)
+    }
+}
+
+impl Seen {
+    /// Visits `fingerprint` for the set's only user: a search's one worker, or any search
+    /// before its workers start.
+    #[inline(always)]
+    pub(crate) fn visit_owned(
+        &mut self,
+        fingerprint: Fingerprint,
+        bits: FingerprintBits,
+        depth: u32,
+    ) -> Visit {
+        let new = match self {
+            Seen::Set(set) => set.insert_mut(fingerprint.short()),
+            Seen::Packed(set) => set.insert(fingerprint.short()),
+            Seen::Wide(_) | Seen::Depths(_) => return Seen::visit(self, fingerprint, bits, depth),
+        };
+        if new {
+            Visit::New
+        } else {
+            Visit::Seen
         }
     }
 }
