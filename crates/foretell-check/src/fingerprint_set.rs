@@ -1006,12 +1006,12 @@ fn tail(rho: f64, k: u32) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::HashSet;
 
     /// SplitMix64: distinct, well-mixed outputs for distinct counters.
-    fn splitmix(counter: u64) -> u64 {
+    pub(crate) fn splitmix(counter: u64) -> u64 {
         let mut z = counter.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -493,15 +493,8 @@ fn xorshift(state: &mut u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fingerprint_set::tests::splitmix;
     use std::collections::HashSet;
-
-    /// SplitMix64: distinct, well-mixed outputs for distinct counters.
-    fn splitmix(counter: u64) -> u64 {
-        let mut z = counter.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
 
     #[test]
     fn keeps_every_fingerprint_through_both_formats() {

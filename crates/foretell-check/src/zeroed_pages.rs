@@ -144,21 +144,7 @@ impl Drop for ZeroedPages {
 fn map_large(bytes: usize) -> Option<NonNull<u8>> {
     let bytes = bytes.next_multiple_of(LARGE_PAGE);
     let reserved = bytes + LARGE_PAGE;
-    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
-    let raw = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            reserved,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if raw == libc::MAP_FAILED {
-        return None;
-    }
-    let raw = raw as usize;
+    let raw = map_anonymous(reserved)?;
     let start = raw.next_multiple_of(LARGE_PAGE);
     let (head, tail) = (start - raw, raw + reserved - (start + bytes));
     // SAFETY: the head and tail lie inside the mapping just made, outside the aligned block
@@ -184,6 +170,13 @@ fn map_large(_: usize) -> Option<NonNull<u8>> {
 /// refuses the mapping.
 #[cfg(target_os = "linux")]
 fn map_base(bytes: usize) -> Option<NonNull<u8>> {
+    NonNull::new(map_anonymous(bytes)? as *mut u8)
+}
+
+/// The address of a fresh private anonymous mapping of `bytes`, read and write; `None` if the
+/// system refuses it.
+#[cfg(target_os = "linux")]
+fn map_anonymous(bytes: usize) -> Option<usize> {
     // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
     let raw = unsafe {
         libc::mmap(
@@ -195,7 +188,7 @@ fn map_base(bytes: usize) -> Option<NonNull<u8>> {
             0,
         )
     };
-    (raw != libc::MAP_FAILED).then(|| NonNull::new(raw.cast())).flatten()
+    (raw != libc::MAP_FAILED).then_some(raw as usize)
 }
 
 #[cfg(not(target_os = "linux"))]
