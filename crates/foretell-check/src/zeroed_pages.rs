@@ -7,9 +7,11 @@
 //! large page, and offered to transparent huge pages (`MADV_HUGEPAGE`, which takes effect when
 //! `/sys/kernel/mm/transparent_hugepage/enabled` says `madvise` or `always`), so that one TLB
 //! entry covers 2 MiB of it. Fresh anonymous pages read as zeros, so nothing is written until a
-//! slot is used. Blocks from 128 KiB to 1 MiB share such pages with blocks of their size
+//! slot is used. Blocks from 128 KiB to 3 MiB share such pages with blocks of their size
 //! ([`shared_large_pages`]): a set's 64 shard tables of 1 MiB are 64 MiB on 32 large pages.
-//! Smaller blocks, and other systems, come from the global allocator.
+//! Smaller blocks, and other systems, come from the global allocator, and give their pages
+//! back before they are freed. A block may also ask for base pages of its own mapping
+//! ([`ZeroedPages::on_base_pages`]), resident a page at a time as it is written.
 
 mod shared_large_pages;
 

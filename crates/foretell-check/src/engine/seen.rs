@@ -89,6 +89,27 @@ impl Seen {
         }
     }
 
+    /// Visits `fingerprint` for the set's only user: a search's one worker, or any search
+    /// before its workers start.
+    #[inline(always)]
+    pub(crate) fn visit_owned(
+        &mut self,
+        fingerprint: Fingerprint,
+        bits: FingerprintBits,
+        depth: u32,
+    ) -> Visit {
+        let new = match self {
+            Seen::Set(set) => set.insert_mut(fingerprint.short()),
+            Seen::Packed(set) => set.insert(fingerprint.short()),
+            Seen::Wide(_) | Seen::Depths(_) => return Seen::visit(self, fingerprint, bits, depth),
+        };
+        if new {
+            Visit::New
+        } else {
+            Visit::Seen
+        }
+    }
+
     /// Visits `fingerprint` for one of several workers that share the set.
     fn visit(&self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
         let key = sharded_map::stored_key(fingerprint, bits);
@@ -148,29 +169,6 @@ impl Visitor for &mut Seen {
     #[inline(always)]
     fn visit(&mut self, fingerprint: Fingerprint, bits: FingerprintBits, depth: u32) -> Visit {
         self.visit_owned(fingerprint, bits, depth)
-    }
-}
-
-impl Seen {
-    /// Visits `fingerprint` for the set's only user: a search's one worker, or any search
-    /// before its workers start.
-    #[inline(always)]
-    pub(crate) fn visit_owned(
-        &mut self,
-        fingerprint: Fingerprint,
-        bits: FingerprintBits,
-        depth: u32,
-    ) -> Visit {
-        let new = match self {
-            Seen::Set(set) => set.insert_mut(fingerprint.short()),
-            Seen::Packed(set) => set.insert(fingerprint.short()),
-            Seen::Wide(_) | Seen::Depths(_) => return Seen::visit(self, fingerprint, bits, depth),
-        };
-        if new {
-            Visit::New
-        } else {
-            Visit::Seen
-        }
     }
 }
 
