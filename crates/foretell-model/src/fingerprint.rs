@@ -2,14 +2,16 @@
 //!
 //! A fingerprint must be the same in every process and on every machine, so that a trace made on
 //! one machine replays on another and a distributed search can partition states by owner. It is
-//! therefore computed from a *canonical encoding* of the value (postcard: little-endian, varint
-//! lengths, no padding, no pointers) hashed with a fixed-key hasher (xxh3-128). `std`'s `Hash`
-//! output is not used: it is not promised to be stable across platforms or Rust versions.
+//! therefore computed from a *canonical encoding* of the value ([`crate::hash_encoding`]: the
+//! serde data model in fixed-width little-endian, no padding, no pointers) hashed with a
+//! fixed-key hasher (xxh3-128). `std`'s `Hash` output is not used: it is not promised to be
+//! stable across platforms or Rust versions.
 //!
 //! A world's fingerprint is not one hash of the whole world: each node's local state is hashed
 //! once, when a step changes it, and the world fingerprint combines the cached per-part hashes
 //! (see [`crate::World`]). A step that touches one node therefore rehashes one node.
 
+use crate::hash_encoding;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::fmt;
@@ -81,9 +83,8 @@ impl FingerprintHasher {
         })
     }
 
-    pub(crate) fn encode_into<T: Serialize + ?Sized>(value: &T, bytes: &mut Vec<u8>) {
-        let taken = std::mem::take(bytes);
-        *bytes = postcard::to_extend(value, taken).expect("canonical encoding of a model value cannot fail");
+    fn encode_into<T: Serialize + ?Sized>(value: &T, bytes: &mut Vec<u8>) {
+        hash_encoding::encode(value, bytes).expect("canonical encoding of a model value cannot fail");
     }
 
     /// Combines a part's hash with a tag that says where the part sits (a node index, a

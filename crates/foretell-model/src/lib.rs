@@ -23,6 +23,7 @@ mod caught_panic;
 mod delta;
 mod event;
 mod fingerprint;
+mod hash_encoding;
 mod idle_events;
 mod ignored;
 mod json_view;

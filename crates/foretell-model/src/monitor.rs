@@ -11,7 +11,7 @@
 //! An `eventually` property is the simplest monitor: hot in every world where its predicate
 //! does not hold ([`DynMonitor::eventually`]).
 
-use crate::{EventOf, FingerprintHasher, NodeId, Property, PropertyKind, Protocol, World};
+use crate::{EventOf, NodeId, Property, PropertyKind, Protocol, World};
 use serde::{de::DeserializeOwned, Serialize};
 use std::fmt::{self, Debug};
 use std::sync::Arc;
@@ -65,8 +65,7 @@ pub struct MonitorState(Arc<[u8]>);
 
 impl MonitorState {
     fn encode<T: Serialize>(value: &T) -> Self {
-        let mut bytes = Vec::new();
-        FingerprintHasher::encode_into(value, &mut bytes);
+        let bytes = postcard::to_stdvec(value).expect("canonical encoding of a monitor state cannot fail");
         MonitorState(bytes.into())
     }
 
