@@ -60,10 +60,21 @@ pub(crate) struct Pred {
     pub(crate) choices: Box<[usize]>,
 }
 
+/// A forward pointer, and one event of a node's sequence: the state it leads to and which of
+/// that state's predecessor pointers it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct SeqEvent {
+    pub(crate) to: StateId,
+    pub(crate) pred: u32,
+}
+
 /// A visited local state.
 pub(crate) struct LocalNode<P: Protocol> {
     pub(crate) local: LocalState<P>,
     pub(crate) preds: Vec<Pred>,
+    /// The predecessor pointers that leave this state, turned round, in the order of the
+    /// state they lead to and then of its pointers.
+    pub(crate) succs: Vec<SeqEvent>,
     /// The messages consumed on the first path here, sorted.
     history: Vec<MsgId>,
     /// How often each message (by envelope hash) was sent on the first path here, sorted.
@@ -133,6 +144,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 let root = LocalNode {
                     local,
                     preds: Vec::new(),
+                    succs: Vec::new(),
                     history: Vec::new(),
                     sent: Vec::new(),
                     local_events: 0,
@@ -323,7 +335,11 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             let preds = &mut states.states[existing as usize].preds;
             if !preds.iter().any(|p| p.from == pred.from && p.step == pred.step && p.choices == pred.choices)
             {
+                let succ = SeqEvent { to: existing, pred: preds.len() as u32 };
                 preds.push(pred);
+                let succs = &mut states.states[from as usize].succs;
+                let at = succs.binary_search(&succ).unwrap_err();
+                succs.insert(at, succ);
                 states.merges += 1;
             }
             return ControlFlow::Continue(());
@@ -344,12 +360,14 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let visited = LocalNode {
             local: outcome.next,
             preds: vec![pred],
+            succs: Vec::new(),
             history,
             sent,
             local_events: source.local_events + u32::from(matches!(step, Step::Local(_))),
             depth: source.depth + 1,
         };
         let id = states.states.len() as StateId;
+        states.states[from as usize].succs.push(SeqEvent { to: id, pred: 0 });
         states.states.push(visited);
         states.index.insert(next_hash, id);
         fresh(self, node, id)

@@ -20,20 +20,34 @@
 use super::explore::MsgId;
 use foretell_model::NetworkKind;
 
-/// The messages in flight, in network order, and their key.
+/// The messages in flight and their key.
+///
+/// Every operation is constant time. A multiset (unordered or grow-only) is only its counts.
+/// A FIFO queue is the messages appended to it during the search with a head index: taking the
+/// oldest moves the head forward and putting it back moves it back, since the search undoes its
+/// changes in the reverse order it made them.
 pub(crate) struct InFlight<'q> {
     kind: NetworkKind,
     /// Per message of `I+`: the queue it waits in (FIFO disciplines).
     queues: &'q [u32],
-    net: Vec<MsgId>,
+    /// The messages appended, in order: what [`InFlight::pop`] takes back.
+    pushed: Vec<MsgId>,
     key: u128,
-    /// FIFO: each queue's polynomial hash and length.
-    chains: Vec<Chain>,
-    /// How often each message is in `net`: a message not in flight is refused without a scan
-    /// (most of a search's attempts), and a grow-only network's key counts each once.
+    /// FIFO: each queue's messages, head and polynomial hash.
+    lines: Vec<Line>,
+    /// How often each message is in flight: a message not in flight is refused at once (most of
+    /// a search's attempts), and a grow-only network's key counts each once.
     copies: Vec<u32>,
     /// The bases' powers, `powers[k]` = (B1^k, B2^k).
     powers: Vec<(u64, u64)>,
+}
+
+/// One FIFO queue: the messages appended to it (those before `head` were taken) and its hash.
+#[derive(Clone, Default)]
+struct Line {
+    items: Vec<MsgId>,
+    head: usize,
+    chain: Chain,
 }
 
 /// One FIFO queue's polynomial hash in two lanes, its length, and its contribution to the key.
@@ -67,15 +81,16 @@ impl<'q> InFlight<'q> {
         let mut in_flight = InFlight {
             kind,
             queues,
-            net: Vec::with_capacity(initial.len()),
+            pushed: Vec::new(),
             key: 0,
-            chains: Vec::new(),
-            copies: Vec::new(),
+            lines: Vec::new(),
+            copies: vec![0; queues.len()],
             powers: vec![(1, 1)],
         };
         for &m in initial {
             in_flight.push(m);
         }
+        in_flight.pushed.clear(); // the start is not undone
         in_flight
     }
 
@@ -86,11 +101,8 @@ impl<'q> InFlight<'q> {
 
     /// Appends `m` (a message a step produced).
     pub(crate) fn push(&mut self, m: MsgId) {
-        self.net.push(m);
+        self.pushed.push(m);
         let at = m as usize;
-        if self.copies.len() <= at {
-            self.copies.resize(at + 1, 0);
-        }
         self.copies[at] += 1;
         let e = element(m);
         match self.kind {
@@ -100,17 +112,20 @@ impl<'q> InFlight<'q> {
                     self.key = self.key.wrapping_add(e);
                 }
             }
-            NetworkKind::FifoChannels | NetworkKind::FifoInbox => self.change_queue(m, |chain, _| {
-                chain.low = chain.low.wrapping_mul(BASES.0).wrapping_add(e as u64);
-                chain.high = chain.high.wrapping_mul(BASES.1).wrapping_add((e >> 64) as u64);
-                chain.len += 1;
-            }),
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                self.line(m).items.push(m);
+                self.change_chain(m, |chain, _| {
+                    chain.low = chain.low.wrapping_mul(BASES.0).wrapping_add(e as u64);
+                    chain.high = chain.high.wrapping_mul(BASES.1).wrapping_add((e >> 64) as u64);
+                    chain.len += 1;
+                });
+            }
         }
     }
 
     /// Removes the last message appended (undoes [`InFlight::push`]).
     pub(crate) fn pop(&mut self) {
-        let m = self.net.pop().expect("a push to undo");
+        let m = self.pushed.pop().expect("a push to undo");
         let at = m as usize;
         self.copies[at] -= 1;
         let e = element(m);
@@ -121,80 +136,84 @@ impl<'q> InFlight<'q> {
                     self.key = self.key.wrapping_sub(e);
                 }
             }
-            NetworkKind::FifoChannels | NetworkKind::FifoInbox => self.change_queue(m, |chain, _| {
-                chain.low = chain.low.wrapping_sub(e as u64).wrapping_mul(INVERSES.0);
-                chain.high = chain.high.wrapping_sub((e >> 64) as u64).wrapping_mul(INVERSES.1);
-                chain.len -= 1;
-            }),
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                self.line(m).items.pop();
+                self.change_chain(m, |chain, _| {
+                    chain.low = chain.low.wrapping_sub(e as u64).wrapping_mul(INVERSES.0);
+                    chain.high = chain.high.wrapping_sub((e >> 64) as u64).wrapping_mul(INVERSES.1);
+                    chain.len -= 1;
+                });
+            }
         }
     }
 
     /// Consumes `m` if the discipline offers it (anywhere in a multiset, at the head of its
-    /// queue on FIFO channels and inboxes; a grow-only network keeps it); the position it was
-    /// at, for [`InFlight::put_back`].
+    /// queue on FIFO channels and inboxes; a grow-only network keeps it); whether it did, for
+    /// [`InFlight::put_back`].
     #[inline]
-    pub(crate) fn take(&mut self, m: MsgId) -> Option<usize> {
+    pub(crate) fn take(&mut self, m: MsgId) -> bool {
         if self.copies.get(m as usize).is_none_or(|&copies| copies == 0) {
-            return None;
+            return false;
         }
         self.take_held(m)
     }
 
     /// [`InFlight::take`] of a message in flight.
-    fn take_held(&mut self, m: MsgId) -> Option<usize> {
-        let at = match self.kind {
-            NetworkKind::Unordered | NetworkKind::GrowOnly => self.net.iter().position(|&x| x == m)?,
-            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
-                let queue = self.queues[m as usize];
-                let head = self.net.iter().position(|&x| self.queues[x as usize] == queue)?;
-                (self.net[head] == m).then_some(head)?
-            }
-        };
-        if !self.kind.consumes() {
-            return Some(at);
-        }
-        self.net.remove(at);
-        self.copies[m as usize] -= 1;
+    fn take_held(&mut self, m: MsgId) -> bool {
         let e = element(m);
         match self.kind {
+            NetworkKind::GrowOnly => return true,
             NetworkKind::Unordered => self.key = self.key.wrapping_sub(e),
-            _ => self.change_queue(m, |chain, powers| {
-                let (p0, p1) = powers(chain.len - 1);
-                chain.low = chain.low.wrapping_sub((e as u64).wrapping_mul(p0));
-                chain.high = chain.high.wrapping_sub(((e >> 64) as u64).wrapping_mul(p1));
-                chain.len -= 1;
-            }),
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                let line = self.line(m);
+                if line.items.get(line.head) != Some(&m) {
+                    return false;
+                }
+                line.head += 1;
+                self.change_chain(m, |chain, powers| {
+                    let (p0, p1) = powers(chain.len - 1);
+                    chain.low = chain.low.wrapping_sub((e as u64).wrapping_mul(p0));
+                    chain.high = chain.high.wrapping_sub(((e >> 64) as u64).wrapping_mul(p1));
+                    chain.len -= 1;
+                });
+            }
         }
-        Some(at)
+        self.copies[m as usize] -= 1;
+        true
     }
 
-    /// Returns `m` to position `at` (undoes [`InFlight::take`]).
-    pub(crate) fn put_back(&mut self, at: usize, m: MsgId) {
-        if !self.kind.consumes() {
-            return;
-        }
-        self.net.insert(at, m);
-        self.copies[m as usize] += 1;
+    /// Returns `m`, the last message taken and not yet put back (undoes [`InFlight::take`]).
+    pub(crate) fn put_back(&mut self, m: MsgId) {
         let e = element(m);
         match self.kind {
+            NetworkKind::GrowOnly => return,
             NetworkKind::Unordered => self.key = self.key.wrapping_add(e),
-            _ => self.change_queue(m, |chain, powers| {
-                let (p0, p1) = powers(chain.len);
-                chain.low = chain.low.wrapping_add((e as u64).wrapping_mul(p0));
-                chain.high = chain.high.wrapping_add(((e >> 64) as u64).wrapping_mul(p1));
-                chain.len += 1;
-            }),
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                self.line(m).head -= 1;
+                self.change_chain(m, |chain, powers| {
+                    let (p0, p1) = powers(chain.len);
+                    chain.low = chain.low.wrapping_add((e as u64).wrapping_mul(p0));
+                    chain.high = chain.high.wrapping_add(((e >> 64) as u64).wrapping_mul(p1));
+                    chain.len += 1;
+                });
+            }
         }
+        self.copies[m as usize] += 1;
+    }
+
+    /// The queue `m` waits in.
+    fn line(&mut self, m: MsgId) -> &mut Line {
+        let at = self.queues[m as usize] as usize;
+        if self.lines.len() <= at {
+            self.lines.resize_with(at + 1, Line::default);
+        }
+        &mut self.lines[at]
     }
 
     /// Applies `change` to the chain of `m`'s queue and keeps the key current. `change` gets
     /// the chain and a function giving the bases' powers.
-    fn change_queue(&mut self, m: MsgId, change: impl FnOnce(&mut Chain, &mut dyn FnMut(u32) -> (u64, u64))) {
+    fn change_chain(&mut self, m: MsgId, change: impl FnOnce(&mut Chain, &mut dyn FnMut(u32) -> (u64, u64))) {
         let queue = self.queues[m as usize];
-        let at = queue as usize;
-        if self.chains.len() <= at {
-            self.chains.resize(at + 1, Chain::default());
-        }
         let powers = &mut self.powers;
         let mut power = |k: u32| {
             while powers.len() <= k as usize {
@@ -203,11 +222,24 @@ impl<'q> InFlight<'q> {
             }
             powers[k as usize]
         };
-        let chain = &mut self.chains[at];
+        let chain = &mut self.lines[queue as usize].chain;
         let before = chain.key;
         change(chain, &mut power);
         chain.key = chain_key(queue, chain);
         self.key = self.key.wrapping_sub(before).wrapping_add(chain.key);
+    }
+
+    /// The messages in flight: each queue's in order, or a multiset's in id order.
+    #[cfg(test)]
+    fn held(&self) -> Vec<MsgId> {
+        match self.kind {
+            NetworkKind::Unordered | NetworkKind::GrowOnly => (0..self.copies.len() as MsgId)
+                .flat_map(|m| std::iter::repeat_n(m, self.copies[m as usize] as usize))
+                .collect(),
+            NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
+                self.lines.iter().flat_map(|line| line.items[line.head..].iter().copied()).collect()
+            }
+        }
     }
 }
 
@@ -294,10 +326,12 @@ mod tests {
     fn fifo_takes_only_the_head_of_a_queue() {
         let queues = [0, 0, 1];
         let mut in_flight = InFlight::new(NetworkKind::FifoInbox, &queues, &[0, 1, 2]);
-        assert_eq!(in_flight.take(1), None, "message 1 waits behind 0");
-        assert_eq!(in_flight.take(2), Some(2));
-        assert_eq!(in_flight.take(0), Some(0));
-        assert_eq!(in_flight.take(1), Some(0));
+        assert!(!in_flight.take(1), "message 1 waits behind 0");
+        assert!(in_flight.take(2));
+        assert!(in_flight.take(0));
+        assert!(in_flight.take(1));
+        assert!(!in_flight.take(1), "taken already");
+        assert!(in_flight.held().is_empty());
     }
 
     /// Random nested changes, each undone in reverse, keep the key equal to the key of the same
@@ -312,17 +346,17 @@ mod tests {
         };
         for kind in KINDS {
             let mut in_flight = InFlight::new(kind, &queues, &[0, 3, 1]);
-            let mut undo: Vec<Option<(usize, MsgId)>> = Vec::new();
+            let mut undo: Vec<Option<MsgId>> = Vec::new();
             for _ in 0..2000 {
                 let m = next(queues.len() as u64) as MsgId;
                 match next(3) {
                     0 if !undo.is_empty() => match undo.pop().expect("not empty") {
                         None => in_flight.pop(),
-                        Some((at, m)) => in_flight.put_back(at, m),
+                        Some(m) => in_flight.put_back(m),
                     },
                     1 => {
-                        if let Some(at) = in_flight.take(m) {
-                            undo.push(Some((at, m)));
+                        if in_flight.take(m) {
+                            undo.push(Some(m));
                         }
                     }
                     _ => {
@@ -330,8 +364,8 @@ mod tests {
                         undo.push(None);
                     }
                 }
-                let fresh = key(kind, &queues, &in_flight.net);
-                assert_eq!(in_flight.key(), fresh, "{kind:?} after {:?}", in_flight.net);
+                let held = in_flight.held();
+                assert_eq!(in_flight.key(), key(kind, &queues, &held), "{kind:?} after {held:?}");
             }
         }
     }

@@ -18,30 +18,24 @@
 //! predecessor pointer, not only the first path's) without enumerating sequences whose count
 //! grows exponentially with depth — the cost the paper names as LMC's bottleneck (section 5.3).
 //!
-//! Verifications follow one another by the ten thousand on the harder spaces, so the
-//! [`Verifier`] keeps what does not change between them: a free node's forward edges (until the
-//! node gains states or pointers) and each message's queue. A position's memo key mixes raw
-//! numbers rather than a canonical encoding, since it never leaves the search, and the
-//! network's part of it is kept current by each change ([`super::in_flight`]).
+//! A search costs what it examines, not the size of the space: local exploration keeps each
+//! state's forward pointers ([`super::explore::LocalNode::succs`]), a node with targets only
+//! flags the states it walks back through from them (cleared afterwards by the list of those
+//! flagged), and the [`Verifier`] keeps each message's queue from one verification to the
+//! next. A position's memo key mixes raw numbers rather than a canonical encoding, since it
+//! never leaves the search, and the network's part of it is kept current by each change, in
+//! constant time ([`super::in_flight`]).
 //!
 //! The network discipline is the model's: an unordered network is a multiset; a FIFO channel
 //! (or inbox) offers only its oldest message; a grow-only network never loses one.
 
 use super::combine::Place;
+pub(crate) use super::explore::SeqEvent;
 use super::explore::{LocalSpace, MsgId, StateId, Step};
 use super::in_flight::{step, InFlight, SEED};
 use super::Stopper;
 use foretell_model::{NetworkKind, NodeId, Protocol};
 use rustc_hash::FxHashSet;
-use std::ops::Range;
-use std::rc::Rc;
-
-/// One event of a node: the state it leads to and which of that state's predecessors it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SeqEvent {
-    pub(crate) to: StateId,
-    pub(crate) pred: u32,
-}
 
 /// The outcome of verifying one combination.
 pub(crate) enum Soundness {
@@ -62,14 +56,14 @@ pub(crate) struct SoundnessCounts {
 }
 
 /// Soundness verification across the preliminary violations of one exploration: its counts,
-/// and what stays valid from one verification to the next while the local space does not
-/// change (the forward edges of free nodes, the queue of each message).
+/// the queue of each message (which does not change), and room reused from one verification
+/// to the next.
 #[derive(Default)]
 pub(crate) struct Verifier {
     pub(crate) counts: SoundnessCounts,
-    /// Per node: every forward edge, for the node when it is free, with the node's version
-    /// it was built for.
-    free: Vec<Option<(NodeVersion, Rc<Edges>)>>,
+    /// Per node: flags of the states that can still reach the node's targets (for a node with
+    /// targets; all false between verifications), and which are set.
+    reaching: Vec<(Vec<bool>, Vec<StateId>)>,
     /// Per message of `I+`: the queue it waits in (destination, and sender on FIFO channels).
     queues: Vec<u32>,
     /// The positions one search has examined, kept (emptied) for the next one's.
@@ -95,25 +89,49 @@ impl Verifier {
         stopper: &Stopper,
     ) -> Soundness {
         self.counts.checks += 1;
-        // Per node, the forward edges among the states that can still reach a target.
-        let mut forward = Vec::with_capacity(targets.len());
-        for (node, target) in targets.iter().enumerate() {
-            let edges = match target.members() {
-                Some(members) => forward_edges(space, node, Some(members)).map(Rc::new),
-                None => Some(self.free_edges(space, node)),
-            };
-            match edges {
-                Some(edges) => forward.push(edges),
-                None => return Soundness::Unsound, // no target is reachable from the start
+        self.reaching.resize_with(targets.len(), Default::default);
+        let mut possible = true;
+        for ((flags, set), (node, target)) in self.reaching.iter_mut().zip(targets.iter().enumerate()) {
+            if let Some(members) = target.members() {
+                possible &= mark_reaching(space, node, members, flags, set);
             }
         }
+        // A node none of whose targets is reachable from its start: no run at all.
+        let soundness = if possible {
+            self.search(space, kind, targets, goal, budget, stopper)
+        } else {
+            Soundness::Unsound
+        };
+        for (flags, set) in &mut self.reaching {
+            for state in set.drain(..) {
+                flags[state as usize] = false;
+            }
+        }
+        soundness
+    }
+
+    /// The joint search of [`Verifier::verify`], once the reaching states are marked.
+    fn search<P: Protocol>(
+        &mut self,
+        space: &LocalSpace<'_, '_, P>,
+        kind: NetworkKind,
+        targets: &[Place],
+        goal: &dyn Fn(&[StateId]) -> bool,
+        budget: u64,
+        stopper: &Stopper,
+    ) -> Soundness {
         self.update_queues(space, kind);
         self.seen.clear();
+        let reaching = targets
+            .iter()
+            .zip(&self.reaching)
+            .map(|(target, (flags, _))| target.members().map(|_| flags.as_slice()))
+            .collect();
         let mut search = Search {
             space,
             targets,
             goal,
-            forward,
+            reaching,
             seen: &mut self.seen,
             budget,
             examined: 0,
@@ -134,24 +152,6 @@ impl Verifier {
         }
     }
 
-    /// Every forward edge of `node`, built again only when the node has new states or new
-    /// predecessor pointers.
-    fn free_edges<P: Protocol>(&mut self, space: &LocalSpace<'_, '_, P>, node: usize) -> Rc<Edges> {
-        let states = &space.nodes[node];
-        let version = (states.states.len(), states.merges);
-        if self.free.len() <= node {
-            self.free.resize_with(node + 1, || None);
-        }
-        match &self.free[node] {
-            Some((built, edges)) if *built == version => Rc::clone(edges),
-            _ => {
-                let edges = Rc::new(forward_edges(space, node, None).expect("a free node reaches itself"));
-                self.free[node] = Some((version, Rc::clone(&edges)));
-                edges
-            }
-        }
-    }
-
     /// Extends the queue of each message to the messages `I+` gained.
     fn update_queues<P: Protocol>(&mut self, space: &LocalSpace<'_, '_, P>, kind: NetworkKind) {
         let nodes = space.nodes.len() as u32;
@@ -164,79 +164,36 @@ impl Verifier {
     }
 }
 
-/// What a node's predecessor pointers depend on: its number of states, and the predecessor
-/// pointers added to its states already visited.
-type NodeVersion = (usize, u64);
-
-/// The forward edges of one node's states: for each source state, the events that leave it.
-pub(crate) struct Edges {
-    /// Per source state, where its events start in `events`, and one more entry where the last
-    /// one's end; states past the end (visited later) have none.
-    starts: Vec<u32>,
-    events: Vec<SeqEvent>,
-}
-
-impl Edges {
-    /// The range in `events` of the events that leave `state`.
-    fn from(&self, state: StateId) -> Range<usize> {
-        let at = state as usize;
-        match self.starts.get(at + 1) {
-            Some(&end) => self.starts[at] as usize..end as usize,
-            None => 0..0,
-        }
-    }
-}
-
-/// The forward edges, by source state, among the states of `node` from which one of `targets`
-/// can be reached along predecessor pointers (every state for a free node); `None` if the start
-/// state is not one of them.
-///
-/// State ids are dense, so the sets are flags and the grouping by source is a counting sort;
-/// a source's events come in the order of the state they lead to, then of its pointers.
-fn forward_edges<P: Protocol>(
+/// Flags in `flags` (all false before) the states of `node` from which one of `targets` can be
+/// reached along predecessor pointers, listing them in `set`; whether the start state is one.
+/// The work is in the states flagged, not in all the node's states.
+fn mark_reaching<P: Protocol>(
     space: &LocalSpace<'_, '_, P>,
     node: usize,
-    targets: Option<&[StateId]>,
-) -> Option<Edges> {
+    targets: &[StateId],
+    flags: &mut Vec<bool>,
+    set: &mut Vec<StateId>,
+) -> bool {
     let states = &space.nodes[node].states;
-    let count = states.len();
-    let mut reaching = vec![targets.is_none(); count];
+    if flags.len() < states.len() {
+        flags.resize(states.len(), false);
+    }
     let mut stack: Vec<StateId> = Vec::new();
-    for &target in targets.unwrap_or_default() {
-        if !std::mem::replace(&mut reaching[target as usize], true) {
+    for &target in targets {
+        if !std::mem::replace(&mut flags[target as usize], true) {
+            set.push(target);
             stack.push(target);
         }
     }
     while let Some(state) = stack.pop() {
         for pred in &states[state as usize].preds {
-            if !std::mem::replace(&mut reaching[pred.from as usize], true) {
+            if !std::mem::replace(&mut flags[pred.from as usize], true) {
+                set.push(pred.from);
                 stack.push(pred.from);
             }
         }
     }
-    if !reaching[0] {
-        return None;
-    }
-    let reached = || (0..count).filter(|&to| reaching[to]);
-    let mut starts = vec![0u32; count + 1];
-    for to in reached() {
-        for pred in &states[to].preds {
-            starts[pred.from as usize + 1] += 1;
-        }
-    }
-    for at in 1..=count {
-        starts[at] += starts[at - 1];
-    }
-    let mut next = starts.clone();
-    let mut events = vec![SeqEvent { to: 0, pred: 0 }; starts[count] as usize];
-    for to in reached() {
-        for (i, pred) in states[to].preds.iter().enumerate() {
-            let slot = &mut next[pred.from as usize];
-            events[*slot as usize] = SeqEvent { to: to as StateId, pred: i as u32 };
-            *slot += 1;
-        }
-    }
-    Some(Edges { starts, events })
+    flags[0]
 }
 
 /// The joint search of one verification.
@@ -244,7 +201,9 @@ struct Search<'a, 's, 'm, P: Protocol> {
     space: &'a LocalSpace<'s, 'm, P>,
     targets: &'a [Place],
     goal: &'a dyn Fn(&[StateId]) -> bool,
-    forward: Vec<Rc<Edges>>,
+    /// Per node with targets, the flags of the states that can still reach one: only events
+    /// into them are taken. A node without targets takes every event.
+    reaching: Vec<Option<&'a [bool]>>,
     /// Positions already explored without success.
     seen: &'a mut FxHashSet<u128>,
     budget: u64,
@@ -268,19 +227,20 @@ enum Entered {
 /// A position on the search's path: which of its events comes next, and how to take back the
 /// one being explored below it.
 struct Frame {
-    /// The node whose events are being tried, and the next of them (an index into its edges).
+    /// The node whose events are being tried, and the next of them (an index into the forward
+    /// pointers of the node's state).
     node: usize,
     next: usize,
     taken: Option<Taken>,
 }
 
 /// What taking an event changed: the node's state before it, the messages it produced (pushed
-/// last), and the message it consumed with where it was.
+/// last), and the message it consumed.
 struct Taken {
     node: usize,
     from: StateId,
     produced: usize,
-    consumed: Option<(MsgId, usize)>,
+    consumed: Option<MsgId>,
 }
 
 impl<P: Protocol> Search<'_, '_, '_, P> {
@@ -299,7 +259,7 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
             Entered::Closed => return false,
             Entered::Open => {}
         }
-        let mut path = vec![self.frame(positions)];
+        let mut path = vec![self.frame()];
         while let Some(frame) = path.last_mut() {
             if let Some(taken) = frame.taken.take() {
                 self.take_back(taken, positions, net);
@@ -315,16 +275,15 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
             match self.enter(positions, net) {
                 Entered::Found => return true,
                 Entered::Closed => {}
-                Entered::Open => path.push(self.frame(positions)),
+                Entered::Open => path.push(self.frame()),
             }
         }
         false
     }
 
     /// A position's frame, before its first event.
-    fn frame(&self, positions: &[StateId]) -> Frame {
-        let next = positions.first().map_or(0, |&state| self.forward[0].from(state).start);
-        Frame { node: 0, next, taken: None }
+    fn frame(&self) -> Frame {
+        Frame { node: 0, next: 0, taken: None }
     }
 
     /// Counts a position reached, and says whether to explore it.
@@ -356,17 +315,17 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         while frame.node < positions.len() {
             let node = frame.node;
             let at = positions[node];
-            let edges = &self.forward[node];
-            let end = edges.from(at).end;
-            while frame.next < end {
-                let event = edges.events[frame.next];
+            let succs = &self.space.nodes[node].states[at as usize].succs;
+            let reaching = self.reaching[node];
+            while let Some(&event) = succs.get(frame.next) {
                 frame.next += 1;
+                if reaching.is_some_and(|flags| !flags[event.to as usize]) {
+                    continue;
+                }
                 let pred = &self.space.nodes[node].states[event.to as usize].preds[event.pred as usize];
                 let consumed = match pred.step {
-                    Step::Deliver(m) => match net.take(m) {
-                        Some(slot) => Some((m, slot)),
-                        None => continue,
-                    },
+                    Step::Deliver(m) if net.take(m) => Some(m),
+                    Step::Deliver(_) => continue,
                     Step::Local(_) => None,
                 };
                 for &m in &*pred.produced {
@@ -377,9 +336,7 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
                 return Some(Taken { node, from: at, produced: pred.produced.len(), consumed });
             }
             frame.node += 1;
-            if let Some(&state) = positions.get(frame.node) {
-                frame.next = self.forward[frame.node].from(state).start;
-            }
+            frame.next = 0;
         }
         None
     }
@@ -391,8 +348,8 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         for _ in 0..taken.produced {
             net.pop();
         }
-        if let Some((m, slot)) = taken.consumed {
-            net.put_back(slot, m);
+        if let Some(m) = taken.consumed {
+            net.put_back(m);
         }
     }
 }
