@@ -12,15 +12,14 @@
 //! projection get the general form.
 //!
 //! A new state's preliminary violations go to soundness verification together, as one
-//! [`Preliminary`] that places each other node in a set of states: one search answers for all
-//! of them, where one search each would walk the positions they share again and again (on
-//! Paxos with two proposals, a new state that chose one value meets a hundred states that chose
-//! the other). Projected, a group is one key group of another node, so every combination of
-//! the sets is one by the projection's rule. In the general form a group holds, per property,
-//! the states each node has in the combinations that property is false in; their product may
-//! hold other combinations, but the search succeeds only in a world where the property is
-//! false, and any such combination with the new state is one of the group's. They still count
-//! one by one as system states and preliminary violations.
+//! [`Preliminary`] that picks each other node's state from a set ([`Pick`]): one search answers
+//! for all of them, and [`super::verdicts`] batches these groups further. Projected, a group is
+//! one key group of another node, named by its key, so every combination of the sets is one by
+//! the projection's rule. In the general form a group holds, per property, the states each node
+//! has in the combinations that property is false in; their product may hold other
+//! combinations, but the search succeeds only in a world where the property is false, and any
+//! such combination with the new state is one of the group's. They still count one by one as
+//! system states and preliminary violations.
 
 use super::explore::{LocalSpace, StateId};
 use super::{is_false, Stopper};
@@ -51,31 +50,38 @@ struct Target<P: Protocol> {
 }
 
 /// Combinations that violate a property, before soundness verification: one state per node
-/// picked from each node's [`Place`] (see the module's notes on groups).
+/// picked by each node's [`Pick`] (see the module's notes on groups).
 pub(crate) struct Preliminary {
     /// Per node, where its state is picked from.
-    pub(crate) places: Vec<Place>,
+    pub(crate) picks: Vec<Pick>,
     /// The property (index in the model's properties).
     pub(crate) property: usize,
     /// How many preliminary violations it stands for.
     pub(crate) combinations: u64,
 }
 
+/// Where a preliminary violation picks one node's state from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Pick {
+    /// Any state: the property does not constrain the node (projected mode).
+    Free,
+    /// One of these states, sorted.
+    AnyOf(Vec<StateId>),
+    /// One of the node's states with this key under the property's projection: the key group,
+    /// which only grows, as it is when the violation is verified (see [`Combiner::key_group`]).
+    Keyed(u64),
+}
+
 /// Where soundness verification may place one node.
 #[derive(Clone, Debug)]
 pub(crate) enum Place {
-    /// Any state: the property does not constrain the node (projected mode).
+    /// Any state.
     Free,
     /// One of these states, sorted.
     AnyOf(Rc<[StateId]>),
 }
 
 impl Place {
-    /// Exactly `state`.
-    pub(crate) fn at(state: StateId) -> Self {
-        Place::AnyOf(Rc::from([state]))
-    }
-
     /// The states allowed, `None` for any.
     pub(crate) fn members(&self) -> Option<&[StateId]> {
         match self {
@@ -168,6 +174,13 @@ impl<P: Protocol> Combiner<P> {
         self.built += built;
         flow
     }
+
+    /// The states of `node` whose key under the projection of `property` is `key`, in the
+    /// order visited (so sorted).
+    pub(crate) fn key_group(&self, property: usize, node: usize, key: u64) -> &[StateId] {
+        let target = self.targets.iter().find(|t| t.projection.is_some() && t.properties.contains(&property));
+        target.and_then(|t| t.groups[node].get(&Some(key))).map_or(&[], Vec::as_slice)
+    }
 }
 
 impl<P: Protocol> Target<P> {
@@ -216,8 +229,8 @@ impl<P: Protocol> Target<P> {
         });
         for ((sets, combinations), &property) in found.into_iter().zip(&self.properties) {
             if combinations > 0 {
-                let places = sets.into_iter().map(|set| Place::AnyOf(set.into_iter().collect())).collect();
-                violated(Preliminary { places, property, combinations })?;
+                let picks = sets.into_iter().map(|set| Pick::AnyOf(set.into_iter().collect())).collect();
+                violated(Preliminary { picks, property, combinations })?;
             }
         }
         flow
@@ -225,8 +238,8 @@ impl<P: Protocol> Target<P> {
 
     /// The smallest combinations of `state` (whose key is `key`) with other nodes' keyed
     /// states that the projection says could violate the property, one key group of the other
-    /// node per [`Preliminary`]; the nodes left out are free, for soundness verification to
-    /// place anywhere.
+    /// node per [`Preliminary`], named by its key; the nodes left out are free, for soundness
+    /// verification to place anywhere.
     fn keyed(
         &self,
         projection: &Projection<P>,
@@ -239,17 +252,15 @@ impl<P: Protocol> Target<P> {
         let nodes = self.groups.len();
         let mut keys = vec![None; nodes];
         keys[node.index()] = Some(key);
-        // This state alone, or with `other` placed in `members`.
-        let preliminary = |other: Option<(usize, &[StateId])>| {
-            let mut places = vec![Place::Free; nodes];
-            places[node.index()] = Place::at(state);
-            let combinations = other.map_or(1, |(other, members)| {
-                // Visited in order, so the members are sorted.
-                debug_assert!(members.is_sorted());
-                places[other] = Place::AnyOf(Rc::from(members));
-                members.len() as u64
+        // This state alone, or with `other` placed in its key group `other_key`.
+        let preliminary = |other: Option<(usize, u64, usize)>| {
+            let mut picks = vec![Pick::Free; nodes];
+            picks[node.index()] = Pick::AnyOf(vec![state]);
+            let combinations = other.map_or(1, |(other, other_key, members)| {
+                picks[other] = Pick::Keyed(other_key);
+                members as u64
             });
-            Preliminary { places, property: self.properties[0], combinations }
+            Preliminary { picks, property: self.properties[0], combinations }
         };
         if projection.may_violate(&keys) {
             *built += 1;
@@ -262,7 +273,8 @@ impl<P: Protocol> Target<P> {
                 keys[other] = *other_key;
                 if projection.may_violate(&keys) {
                     *built += members.len() as u64;
-                    violated(preliminary(Some((other, members))))?;
+                    let other_key = other_key.expect("states without a key are not kept");
+                    violated(preliminary(Some((other, other_key, members.len()))))?;
                 }
             }
             keys[other] = None;

@@ -4,8 +4,9 @@
 //! The engine keeps each node's visited local states apart and one shared, monotone network of
 //! every message ever sent ([`explore`]); builds system states only to check invariants, and
 //! only with a newly visited local state ([`combine`]); and reports a violation only once its
-//! combination of local states is shown reachable by a real run ([`soundness`]), with a global
-//! trace that the ordinary simulator replays.
+//! combination of local states is shown reachable by a real run ([`soundness`], in batches
+//! verified as exploration goes: [`verdicts`]), with a global trace that the ordinary
+//! simulator replays.
 //!
 //! Run it with [`crate::Check::lmc`] or `foretell check SYSTEM --engine lmc`. It starts from the
 //! model's one start world — its initial world or a scenario's end — so it can be restarted
@@ -26,6 +27,7 @@ mod combine;
 mod explore;
 mod in_flight;
 mod soundness;
+mod verdicts;
 
 pub use combine::LmcMode;
 
@@ -39,10 +41,11 @@ use foretell_model::{
     Protocol, Simulator, Trace, TraceVerdict, World,
 };
 use serde::{Deserialize, Serialize};
-use soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
+use soundness::{SeqEvent, SoundnessCounts};
 use std::cell::{Cell, RefCell};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
+use verdicts::{Context, Verdicts};
 
 /// What local model checking is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,11 +91,12 @@ pub struct LmcStats {
     pub preliminary_violations: u64,
     /// Preliminary violations shown unreachable.
     pub unsound: u64,
-    /// Preliminary violations neither shown reachable nor unreachable within the soundness
-    /// budget (or before the run stopped).
+    /// Preliminary violations neither shown reachable nor unreachable: their search ran out of
+    /// the soundness budget, or the run stopped (at a bound, or at a sound violation) before
+    /// it was verified against the space as it last grew.
     pub undecided: u64,
-    /// Soundness verifications run (re-verifications included); one answers for a group of a
-    /// new state's preliminary violations (see `combine`).
+    /// Soundness verifications run (re-verifications included); one answers for a batch of
+    /// preliminary violations (see `verdicts`).
     pub soundness_checks: u64,
     /// Positions (node states and messages in flight) soundness verification examined.
     pub positions: u64,
@@ -222,10 +226,10 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let mut space =
             LocalSpace::new(sim, locals, in_flight.into_iter(), bound, self.options.lmc.duplicates);
         let budget = self.options.lmc.soundness_budget.max(1);
-        let verdicts =
-            RefCell::new(Verdicts { verifier: Verifier::new(self.soundness), ..Verdicts::default() });
+        let verdicts = RefCell::new(Verdicts::new(self.soundness));
         let stopper = &self.stopper;
         let states_max = self.options.states_max;
+        let combiner = RefCell::new(combiner);
         let mut fresh = |space: &LocalSpace<'_, '_, P>, node: NodeId, state: StateId| -> ControlFlow<()> {
             if states_max.is_some_and(|max| space.state_count() > max) {
                 stopper.stop.set(Some(Completion::StatesBound));
@@ -233,9 +237,22 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             if stopper.stopped() {
                 return ControlFlow::Break(());
             }
-            combiner.visit(space, sim, node, state, stopper, &mut |candidate: Preliminary| {
-                verdicts.borrow_mut().judge(space, sim, budget, stopper, candidate)
-            })
+            combiner.borrow_mut().visit(
+                space,
+                sim,
+                node,
+                state,
+                stopper,
+                &mut |candidate: Preliminary| {
+                    verdicts.borrow_mut().note(candidate);
+                    ControlFlow::Continue(())
+                },
+            )?;
+            let mut verdicts = verdicts.borrow_mut();
+            if !verdicts.due(space.counts.transitions) {
+                return ControlFlow::Continue(());
+            }
+            verdicts.verify_fresh(&Context { space, sim, combiner: &combiner.borrow(), budget, stopper })
         };
         let mut flow = space.visit_roots(&mut fresh);
         let mut merges = space.merges();
@@ -243,11 +260,14 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             match space.round(&mut fresh) {
                 ControlFlow::Break(()) => flow = ControlFlow::Break(()),
                 ControlFlow::Continue(progress) => {
-                    // New states and predecessor pointers may make an earlier preliminary
-                    // violation sound (the re-verification section 4.2 calls for).
+                    // The round's preliminary violations are verified, and the earlier ones
+                    // again: new states and predecessor pointers may make one sound (the
+                    // re-verification section 4.2 calls for).
                     if progress || space.merges() != merges {
                         merges = space.merges();
-                        if verdicts.borrow_mut().reverify(&space, sim, budget, stopper).is_break() {
+                        let cx =
+                            Context { space: &space, sim, combiner: &combiner.borrow(), budget, stopper };
+                        if verdicts.borrow_mut().verify_all(&cx).is_break() {
                             break;
                         }
                     }
@@ -265,15 +285,15 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         self.soundness = verdicts.verifier.counts;
         self.stats.preliminary_violations += verdicts.preliminary;
         self.undecided = vec![false; sim.model().properties().len()];
-        for (candidate, undecided) in &verdicts.unsound {
-            if *undecided {
-                self.undecided[candidate.property] = true;
-                self.stats.undecided += candidate.combinations;
+        for batch in verdicts.batches() {
+            if batch.undecided {
+                self.undecided[batch.property] = true;
+                self.stats.undecided += batch.combinations;
             } else {
-                self.stats.unsound += candidate.combinations;
+                self.stats.unsound += batch.combinations;
             }
         }
-        self.note_space(&space, combiner);
+        self.note_space(&space, combiner.into_inner());
         let violation = verdicts.sound.map(|order| self.violation(&space, &order));
         (violation, space.bounded)
     }
@@ -392,22 +412,6 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
     }
 }
 
-/// Verifies `candidate`: some real run reaches its states in a world where its property is
-/// false.
-fn verify<P: Protocol>(
-    space: &LocalSpace<'_, '_, P>,
-    sim: &Simulator<'_, P>,
-    candidate: &Preliminary,
-    budget: u64,
-    stopper: &Stopper,
-    verifier: &mut Verifier,
-) -> Soundness {
-    let property = &sim.model().properties()[candidate.property];
-    let goal = |states: &[StateId]| is_false(property, &space.world(states), stopper);
-    let kind = sim.model().network_kind();
-    verifier.verify(space, kind, &candidate.places, &goal, budget, stopper)
-}
-
 /// Whether `property` is false in `world` (a predicate that panics counts as false, as in the
 /// global engines). A property that reads the network, which system states here do not have,
 /// would be judged on an empty one: the run is refused (through `stopper`) instead.
@@ -479,70 +483,6 @@ impl Stopper {
 /// How often a run with a memory budget reads the process's memory.
 const MEMORY_POLL: Duration = Duration::from_millis(5);
 
-/// The preliminary violations of one exploration and what soundness verification made of them.
-#[derive(Default)]
-struct Verdicts {
-    verifier: Verifier,
-    preliminary: u64,
-    /// Not shown reachable so far, each with whether its last verification ran out of budget
-    /// (undecided) rather than showing it unreachable.
-    unsound: Vec<(Preliminary, bool)>,
-    /// The interleaving that reaches the first sound one.
-    sound: Option<Vec<(NodeId, SeqEvent)>>,
-}
-
-impl Verdicts {
-    /// Verifies a new preliminary violation; stops the run if it is sound.
-    fn judge<P: Protocol>(
-        &mut self,
-        space: &LocalSpace<'_, '_, P>,
-        sim: &Simulator<'_, P>,
-        budget: u64,
-        stopper: &Stopper,
-        candidate: Preliminary,
-    ) -> ControlFlow<()> {
-        self.preliminary += candidate.combinations;
-        self.unsound.push((candidate, false));
-        self.settle(self.unsound.len() - 1, space, sim, budget, stopper)
-    }
-
-    /// Verifies the unsound ones again; stops the run at the first now sound.
-    fn reverify<P: Protocol>(
-        &mut self,
-        space: &LocalSpace<'_, '_, P>,
-        sim: &Simulator<'_, P>,
-        budget: u64,
-        stopper: &Stopper,
-    ) -> ControlFlow<()> {
-        for at in 0..self.unsound.len() {
-            self.settle(at, space, sim, budget, stopper)?;
-        }
-        ControlFlow::Continue(())
-    }
-
-    /// Verifies the unsound preliminary violation at `at`: a sound one leaves the list and stops
-    /// the run; otherwise its entry records whether the verification was undecided.
-    fn settle<P: Protocol>(
-        &mut self,
-        at: usize,
-        space: &LocalSpace<'_, '_, P>,
-        sim: &Simulator<'_, P>,
-        budget: u64,
-        stopper: &Stopper,
-    ) -> ControlFlow<()> {
-        match verify(space, sim, &self.unsound[at].0, budget, stopper, &mut self.verifier) {
-            Soundness::Sound(order) => {
-                self.unsound.swap_remove(at);
-                self.sound = Some(order);
-                return ControlFlow::Break(());
-            }
-            Soundness::Unsound => self.unsound[at].1 = false,
-            Soundness::Abandoned => self.unsound[at].1 = true,
-        }
-        ControlFlow::Continue(())
-    }
-}
-
 impl std::fmt::Display for LmcStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mode = match self.mode {
@@ -563,7 +503,11 @@ impl std::fmt::Display for LmcStats {
             self.positions,
         )?;
         if self.undecided > 0 {
-            write!(f, " ({} preliminary violations undecided: out of budget or time)", self.undecided)?;
+            write!(
+                f,
+                " ({} preliminary violations undecided: out of budget, or not verified when the run stopped)",
+                self.undecided
+            )?;
         }
         write!(f, ", longest local path {}, longest sequence {}", self.deepest_local, self.deepest_sequence)?;
         if let Some(bound) = self.bound {

@@ -1,0 +1,335 @@
+//! Preliminary violations on their way through soundness verification: which are verified
+//! together, and when (LMC section 4.2: verification of preliminary violations, and their
+//! re-verification as the local space grows).
+//!
+//! **Together.** The preliminary violations of one property whose free nodes are the same form
+//! one [`Batch`], verified by one search that places each other node in the union of their
+//! picks. The search succeeds only in a world where the property is false, so what it finds is
+//! a sound violation whichever preliminary violation's it is; and when it finds none, no
+//! combination of the union is one, so none of theirs is. The union's positions are those of
+//! the single searches and the combinations across them, each walked once: searched one by one,
+//! the groups shared most of their positions and walked them again each time (on Paxos with two
+//! proposals, about 1,300 positions a search over tens of thousands of searches;
+//! docs/BENCHMARKS.md). A key group is named by its key, not copied: it is verified as it is
+//! then, a superset of what it was when the preliminary violation was found, which a union may
+//! be.
+//!
+//! **When.** New preliminary violations wait in *fresh* batches. They are verified once local
+//! exploration has run as many transitions since the last verification as that verification
+//! examined positions, so that neither side starves the other: exploration cannot run rounds
+//! ahead of what has been verified, and verification does not run once per new state. Shown
+//! unreachable, a fresh batch joins the *settled* one of its kind, which is verified again at
+//! the end of each round that added states or predecessor pointers, since those may make it
+//! sound. Verdicts follow from counts, not the clock, so a run is repeatable.
+
+use super::combine::{Combiner, Pick, Place, Preliminary};
+use super::explore::{LocalSpace, StateId};
+use super::soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
+use super::{is_false, Stopper};
+use foretell_model::{NodeId, Protocol, Simulator};
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+
+/// The preliminary violations of one exploration and what soundness verification made of them.
+#[derive(Default)]
+pub(super) struct Verdicts {
+    pub(super) verifier: Verifier,
+    /// Preliminary violations found.
+    pub(super) preliminary: u64,
+    /// Not verified yet.
+    fresh: Vec<Batch>,
+    /// Verified at least once, not shown reachable.
+    settled: Vec<Batch>,
+    /// The interleaving that reaches the first sound one.
+    pub(super) sound: Option<Vec<(NodeId, SeqEvent)>>,
+    /// Local exploration's transitions when verification last ran, and the positions it
+    /// examined then.
+    last: (u64, u64),
+}
+
+/// The preliminary violations of one property whose free nodes are the same.
+pub(super) struct Batch {
+    pub(super) property: usize,
+    /// Per node: `None` if free, else where it may be placed.
+    members: Vec<Option<Union>>,
+    /// How many preliminary violations it stands for.
+    pub(super) combinations: u64,
+    /// Whether its last verification ran out of budget or time (or it has had none).
+    pub(super) undecided: bool,
+}
+
+/// The union of a node's picks: states (one bit each) and key groups.
+#[derive(Default)]
+struct Union {
+    states: Vec<u64>,
+    keys: BTreeSet<u64>,
+}
+
+impl Union {
+    fn insert(&mut self, state: StateId) {
+        let (word, bit) = (state as usize / 64, state % 64);
+        if self.states.len() <= word {
+            self.states.resize(word + 1, 0);
+        }
+        self.states[word] |= 1 << bit;
+    }
+
+    fn absorb(&mut self, other: Union) {
+        if self.states.len() < other.states.len() {
+            self.states.resize(other.states.len(), 0);
+        }
+        for (word, bits) in self.states.iter_mut().zip(other.states) {
+            *word |= bits;
+        }
+        self.keys.extend(other.keys);
+    }
+}
+
+impl Batch {
+    /// An empty batch for preliminary violations like `candidate`.
+    fn like(candidate: &Preliminary) -> Self {
+        Batch {
+            property: candidate.property,
+            members: candidate.picks.iter().map(|pick| (*pick != Pick::Free).then(Union::default)).collect(),
+            combinations: 0,
+            undecided: true,
+        }
+    }
+
+    /// Whether `candidate` belongs here: the same property, and the same free nodes.
+    fn holds_like(&self, candidate: &Preliminary) -> bool {
+        self.property == candidate.property
+            && self
+                .members
+                .iter()
+                .zip(&candidate.picks)
+                .all(|(union, pick)| union.is_none() == (*pick == Pick::Free))
+    }
+
+    /// Adds `candidate`, whose free nodes are this batch's.
+    fn add(&mut self, candidate: Preliminary) {
+        for (union, pick) in self.members.iter_mut().zip(candidate.picks) {
+            match (union, pick) {
+                (Some(union), Pick::AnyOf(states)) => states.into_iter().for_each(|s| union.insert(s)),
+                (Some(union), Pick::Keyed(key)) => {
+                    union.keys.insert(key);
+                }
+                (None, Pick::Free) => {}
+                (Some(_), Pick::Free) | (None, _) => unreachable!("a batch holds its own kind"),
+            }
+        }
+        self.combinations += candidate.combinations;
+    }
+
+    /// Adds every preliminary violation of `other`, a batch of the same kind.
+    fn absorb(&mut self, other: Batch) {
+        for (union, theirs) in self.members.iter_mut().zip(other.members) {
+            if let (Some(union), Some(theirs)) = (union, theirs) {
+                union.absorb(theirs);
+            }
+        }
+        self.combinations += other.combinations;
+        self.undecided |= other.undecided;
+    }
+
+    /// Whether `other` holds preliminary violations of the same kind.
+    fn same_kind(&self, other: &Batch) -> bool {
+        self.property == other.property
+            && self.members.iter().zip(&other.members).all(|(a, b)| a.is_none() == b.is_none())
+    }
+
+    /// The places of the union, with `key_group(node, key)` giving a key group's states as
+    /// they are now.
+    fn places<'g>(&self, key_group: impl Fn(usize, u64) -> &'g [StateId]) -> Vec<Place> {
+        let place = |(node, union): (usize, &Option<Union>)| {
+            let Some(union) = union else { return Place::Free };
+            let bits = union.states.iter().enumerate().flat_map(|(word, &bits)| {
+                (0..64).filter(move |bit| bits & (1 << bit) != 0).map(move |bit| (word * 64 + bit) as StateId)
+            });
+            let mut states: Vec<StateId> = bits.collect();
+            for &key in &union.keys {
+                states.extend_from_slice(key_group(node, key));
+            }
+            states.sort_unstable();
+            states.dedup();
+            Place::AnyOf(states.into())
+        };
+        self.members.iter().enumerate().map(place).collect()
+    }
+}
+
+/// What a run gives verification: the space, the model, the groups, the budget, the stopper.
+pub(super) struct Context<'c, 's, 'm, P: Protocol> {
+    pub(super) space: &'c LocalSpace<'s, 'm, P>,
+    pub(super) sim: &'c Simulator<'m, P>,
+    pub(super) combiner: &'c Combiner<P>,
+    /// The most positions one search may examine.
+    pub(super) budget: u64,
+    pub(super) stopper: &'c Stopper,
+}
+
+impl Verdicts {
+    /// No verdicts yet; verification goes on from `counts`.
+    pub(super) fn new(counts: SoundnessCounts) -> Self {
+        Verdicts { verifier: Verifier::new(counts), ..Verdicts::default() }
+    }
+
+    /// Takes a new preliminary violation, to be verified with its batch.
+    pub(super) fn note(&mut self, candidate: Preliminary) {
+        self.preliminary += candidate.combinations;
+        let at = match self.fresh.iter().position(|batch| batch.holds_like(&candidate)) {
+            Some(at) => at,
+            None => {
+                self.fresh.push(Batch::like(&candidate));
+                self.fresh.len() - 1
+            }
+        };
+        self.fresh[at].add(candidate);
+    }
+
+    /// Whether the fresh batches are due: exploration has run, since verification last did, at
+    /// least as many transitions as it examined positions.
+    pub(super) fn due(&self, transitions: u64) -> bool {
+        !self.fresh.is_empty() && transitions - self.last.0 >= self.last.1
+    }
+
+    /// Verifies the fresh batches; stops the run at a sound violation.
+    pub(super) fn verify_fresh<P: Protocol>(&mut self, cx: &Context<'_, '_, '_, P>) -> ControlFlow<()> {
+        let positions = self.verifier.counts.positions;
+        let flow = self.verify_fresh_batches(cx);
+        self.last = (cx.space.counts.transitions, self.verifier.counts.positions - positions);
+        flow
+    }
+
+    fn verify_fresh_batches<P: Protocol>(&mut self, cx: &Context<'_, '_, '_, P>) -> ControlFlow<()> {
+        while let Some(mut batch) = self.fresh.pop() {
+            let flow = self.settle(&mut batch, cx);
+            let like =
+                |settled: &&mut Batch| settled.same_kind(&batch) && settled.undecided == batch.undecided;
+            match self.settled.iter_mut().find(like) {
+                Some(settled) => settled.absorb(batch),
+                None => self.settled.push(batch),
+            }
+            flow?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Verifies the fresh batches and the settled ones again (the end of a round that added
+    /// states or predecessor pointers); stops the run at a sound violation.
+    pub(super) fn verify_all<P: Protocol>(&mut self, cx: &Context<'_, '_, '_, P>) -> ControlFlow<()> {
+        let positions = self.verifier.counts.positions;
+        let mut flow = self.verify_fresh_batches(cx);
+        if flow.is_continue() {
+            let mut settled = std::mem::take(&mut self.settled);
+            for batch in &mut settled {
+                flow = self.settle(batch, cx);
+                if flow.is_break() {
+                    break;
+                }
+            }
+            self.settled = settled;
+        }
+        self.last = (cx.space.counts.transitions, self.verifier.counts.positions - positions);
+        flow
+    }
+
+    /// Verifies `batch` in one search and records the verdict; stops the run if the search
+    /// finds a sound violation or the run is stopped. A verification the run's stop cuts short
+    /// leaves the verdict as it was (undecided for a fresh batch, the last one for a settled
+    /// batch), as one the stop comes before does.
+    fn settle<P: Protocol>(&mut self, batch: &mut Batch, cx: &Context<'_, '_, '_, P>) -> ControlFlow<()> {
+        if cx.stopper.stopped() {
+            return ControlFlow::Break(());
+        }
+        let property = &cx.sim.model().properties()[batch.property];
+        let goal = |states: &[StateId]| is_false(property, &cx.space.world(states), cx.stopper);
+        let kind = cx.sim.model().network_kind();
+        let places = batch.places(|node, key| cx.combiner.key_group(batch.property, node, key));
+        match self.verifier.verify(cx.space, kind, &places, &goal, cx.budget, cx.stopper) {
+            Soundness::Sound(order) => {
+                self.sound = Some(order);
+                ControlFlow::Break(())
+            }
+            Soundness::Unsound => {
+                batch.undecided = false;
+                ControlFlow::Continue(())
+            }
+            Soundness::Abandoned if cx.stopper.stopped() => ControlFlow::Break(()),
+            Soundness::Abandoned => {
+                batch.undecided = true;
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    /// Every batch, fresh or settled.
+    pub(super) fn batches(&self) -> impl Iterator<Item = &Batch> {
+        self.settled.iter().chain(&self.fresh)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(picks: Vec<Pick>, combinations: u64) -> Preliminary {
+        Preliminary { picks, property: 0, combinations }
+    }
+
+    fn members(place: &Place) -> Option<Vec<StateId>> {
+        place.members().map(<[StateId]>::to_vec)
+    }
+
+    #[test]
+    fn a_batch_places_each_node_in_the_union_of_its_picks() {
+        let first = candidate(vec![Pick::AnyOf(vec![3]), Pick::Keyed(7), Pick::Free], 4);
+        let mut batch = Batch::like(&first);
+        batch.add(first);
+        let second = candidate(vec![Pick::AnyOf(vec![1, 70]), Pick::AnyOf(vec![2]), Pick::Free], 2);
+        assert!(batch.holds_like(&second));
+        batch.add(second);
+        assert!(!batch.holds_like(&candidate(vec![Pick::Free, Pick::Keyed(7), Pick::AnyOf(vec![0])], 1)));
+        assert!(!batch.holds_like(&Preliminary {
+            property: 1,
+            ..candidate(vec![Pick::AnyOf(vec![3]), Pick::Keyed(7), Pick::Free], 1)
+        }));
+        assert_eq!(batch.combinations, 6);
+        // Key group 7 of node 1 has grown to 2, 5 and 9 by the time the batch is verified.
+        let group = [2, 5, 9];
+        let places = batch.places(|node, key| {
+            assert_eq!((node, key), (1, 7));
+            &group
+        });
+        assert_eq!(members(&places[0]), Some(vec![1, 3, 70]));
+        assert_eq!(members(&places[1]), Some(vec![2, 5, 9]));
+        assert_eq!(members(&places[2]), None);
+    }
+
+    #[test]
+    fn absorbing_a_batch_keeps_both_and_an_undecided_one_taints_the_verdict() {
+        let like = |state| candidate(vec![Pick::AnyOf(vec![state]), Pick::Free], 1);
+        let mut settled = Batch::like(&like(0));
+        settled.add(like(0));
+        settled.undecided = false;
+        let mut fresh = Batch::like(&like(100));
+        fresh.add(like(100));
+        assert!(settled.same_kind(&fresh));
+        settled.absorb(fresh);
+        assert_eq!(members(&settled.places(|_, _| &[])[0]), Some(vec![0, 100]));
+        assert_eq!(settled.combinations, 2);
+        assert!(settled.undecided, "the fresh batch was never verified");
+    }
+
+    #[test]
+    fn verification_is_due_after_as_many_transitions_as_it_examined_positions() {
+        let mut verdicts = Verdicts::default();
+        assert!(!verdicts.due(10), "nothing to verify");
+        verdicts.note(candidate(vec![Pick::AnyOf(vec![1])], 1));
+        assert!(verdicts.due(0), "the first verification is due at once");
+        verdicts.last = (100, 50);
+        assert!(!verdicts.due(149));
+        assert!(verdicts.due(150));
+        assert_eq!(verdicts.preliminary, 1);
+    }
+}
