@@ -39,6 +39,9 @@ pub(crate) struct Message<M> {
     pub(crate) envelope: Envelope<M>,
     /// Whether local exploration delivers it (false for a copy beyond the duplicate limit).
     pub(crate) delivered: bool,
+    /// The first copy of the same envelope (itself if it is the first): what a path's count of
+    /// sendings is kept by.
+    first: MsgId,
     /// How many states of the destination it has been applied to (or skipped).
     applied: usize,
 }
@@ -77,8 +80,8 @@ pub(crate) struct LocalNode<P: Protocol> {
     pub(crate) succs: Vec<SeqEvent>,
     /// The messages consumed on the first path here, sorted.
     history: Vec<MsgId>,
-    /// How often each message (by envelope hash) was sent on the first path here, sorted.
-    sent: Vec<(u128, u32)>,
+    /// How often each message (by its first copy) was sent on the first path here, sorted.
+    sent: Vec<(MsgId, u32)>,
     /// Local events on the first path here.
     local_events: u32,
     /// Events on the first path here.
@@ -187,7 +190,9 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         if !delivered {
             self.counts.duplicates_suppressed += 1;
         }
-        self.messages.push(Message { envelope, delivered, applied: 0 });
+        // A copy is sent only after the copies before it on the same path, so the first is in.
+        let first = if copy == 0 { id } else { self.message_index[&(key.0, 0)] };
+        self.messages.push(Message { envelope, delivered, first, applied: 0 });
         self.message_index.insert(key, id);
         id
     }
@@ -233,7 +238,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             let to = self.messages[m].envelope.to;
             let end = self.nodes[to.index()].states.len();
             let start = std::mem::replace(&mut self.messages[m].applied, end);
-            let hash = self.messages[m].envelope.hash();
+            let first = self.messages[m].first;
             // A message a node sends itself is produced on its own path, or not at all (unless
             // it was in flight at the start).
             let to_itself = self.messages[m].envelope.from == to && m >= self.initial_messages.len();
@@ -242,7 +247,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 if state.history.binary_search(&(m as MsgId)).is_ok() {
                     continue;
                 }
-                if to_itself && state.sent.binary_search_by_key(&hash, |&(h, _)| h).is_err() {
+                if to_itself && state.sent.binary_search_by_key(&first, |&(f, _)| f).is_err() {
                     continue;
                 }
                 self.transition(to, s as StateId, Step::Deliver(m as MsgId), fresh)?;
@@ -318,8 +323,10 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         for envelope in outcome.sent {
             let hash = envelope.hash();
             let source = &self.nodes[node.index()].states[from as usize];
-            let before =
-                source.sent.binary_search_by_key(&hash, |&(h, _)| h).map_or(0, |at| source.sent[at].1);
+            let sendings = |first| {
+                source.sent.binary_search_by_key(&first, |&(f, _)| f).map_or(0, |at| source.sent[at].1)
+            };
+            let before = self.message_index.get(&(hash, 0)).map_or(0, |&first| sendings(first));
             let earlier =
                 produced.iter().filter(|&&id| self.messages[id as usize].envelope.hash() == hash).count();
             produced.push(self.intern(envelope, before + earlier as u32));
@@ -349,7 +356,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let mut sent = Vec::with_capacity(source.sent.len() + pred.produced.len());
         sent.extend_from_slice(&source.sent);
         for &id in &*pred.produced {
-            bump(&mut sent, self.messages[id as usize].envelope.hash());
+            bump(&mut sent, self.messages[id as usize].first);
         }
         let mut history = Vec::with_capacity(source.history.len() + 1);
         history.extend_from_slice(&source.history);
@@ -374,16 +381,16 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     }
 }
 
-/// Counts one more sending of the message with `hash` in the sorted `counts`; returns its copy
-/// number (0 for the first).
-fn bump(counts: &mut Vec<(u128, u32)>, hash: u128) -> u32 {
-    match counts.binary_search_by_key(&hash, |&(h, _)| h) {
+/// Counts one more sending of the message `key` stands for in the sorted `counts`; returns its
+/// copy number (0 for the first).
+fn bump<K: Ord + Copy>(counts: &mut Vec<(K, u32)>, key: K) -> u32 {
+    match counts.binary_search_by_key(&key, |&(k, _)| k) {
         Ok(at) => {
             counts[at].1 += 1;
             counts[at].1 - 1
         }
         Err(at) => {
-            counts.insert(at, (hash, 1));
+            counts.insert(at, (key, 1));
             0
         }
     }
