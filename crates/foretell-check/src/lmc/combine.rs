@@ -99,8 +99,10 @@ impl Place {
 /// Builds and checks system states.
 pub(crate) struct Combiner<P: Protocol> {
     targets: Vec<Target<P>>,
-    /// System states built.
+    /// System states built (projected, combinations named by their key groups count too).
     pub(crate) built: u64,
+    /// The worlds built to check a property in: the combiner's work.
+    pub(crate) worlds: u64,
 }
 
 impl<P: Protocol> Combiner<P> {
@@ -138,7 +140,7 @@ impl<P: Protocol> Combiner<P> {
                 groups: vec![BTreeMap::new(); nodes],
             });
         }
-        Ok(Combiner { targets, built: 0 })
+        Ok(Combiner { targets, built: 0, worlds: 0 })
     }
 
     /// Builds every new combination with state `state` of `node` and checks it; calls
@@ -153,7 +155,7 @@ impl<P: Protocol> Combiner<P> {
         violated: &mut impl FnMut(Preliminary) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let local = &space.nodes[node.index()].states[state as usize].local;
-        let mut built = 0u64;
+        let (mut built, mut keyed) = (0u64, 0u64);
         let mut flow = ControlFlow::Continue(());
         for target in &mut self.targets {
             let key = target.projection.as_ref().map_or(Some(0), |p| p.key(local.state()));
@@ -163,7 +165,7 @@ impl<P: Protocol> Combiner<P> {
             flow = match (&target.projection, key) {
                 (None, _) => target.general(space, sim, node, state, stopper, &mut built, violated),
                 (Some(projection), Some(key)) => {
-                    target.keyed(projection, node, state, key, &mut built, violated)
+                    target.keyed(projection, node, state, key, &mut keyed, violated)
                 }
                 (Some(_), None) => ControlFlow::Continue(()),
             };
@@ -171,7 +173,8 @@ impl<P: Protocol> Combiner<P> {
                 break;
             }
         }
-        self.built += built;
+        self.built += built + keyed;
+        self.worlds += built;
         flow
     }
 

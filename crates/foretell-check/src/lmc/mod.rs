@@ -249,10 +249,12 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
                 },
             )?;
             let mut verdicts = verdicts.borrow_mut();
-            if !verdicts.due(space.counts.transitions) {
+            if !verdicts.due(exploration_work(space, &combiner.borrow())) {
                 return ControlFlow::Continue(());
             }
-            verdicts.verify_fresh(&Context { space, sim, combiner: &combiner.borrow(), budget, stopper })
+            let combiner = &combiner.borrow();
+            let work = exploration_work(space, combiner);
+            verdicts.verify_fresh(&Context { space, sim, combiner, budget, work, stopper })
         };
         let mut flow = space.visit_roots(&mut fresh);
         let mut merges = space.merges();
@@ -265,8 +267,9 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
                     // re-verification section 4.2 calls for).
                     if progress || space.merges() != merges {
                         merges = space.merges();
-                        let cx =
-                            Context { space: &space, sim, combiner: &combiner.borrow(), budget, stopper };
+                        let combiner = &combiner.borrow();
+                        let work = exploration_work(&space, combiner);
+                        let cx = Context { space: &space, sim, combiner, budget, work, stopper };
                         if verdicts.borrow_mut().verify_all(&cx).is_break() {
                             break;
                         }
@@ -410,6 +413,11 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
             lmc: Some(self.stats),
         }
     }
+}
+
+/// How much work local exploration has done: its transitions and the system states it built.
+fn exploration_work<P: Protocol>(space: &LocalSpace<'_, '_, P>, combiner: &Combiner<P>) -> u64 {
+    space.counts.transitions + combiner.worlds
 }
 
 /// Whether `property` is false in `world` (a predicate that panics counts as false, as in the

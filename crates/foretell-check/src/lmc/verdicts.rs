@@ -15,8 +15,9 @@
 //! be.
 //!
 //! **When.** New preliminary violations wait in *fresh* batches. They are verified once local
-//! exploration has run as many transitions since the last verification as that verification
-//! examined positions, so that neither side starves the other: exploration cannot run rounds
+//! exploration has done as much work since the last verification (transitions and system
+//! states built) as that verification did (positions examined), so that neither side starves
+//! the other: exploration cannot run rounds
 //! ahead of what has been verified, and verification does not run once per new state. Shown
 //! unreachable, a fresh batch joins the *settled* one of its kind, which is verified again at
 //! the end of each round that added states or predecessor pointers, since those may make it
@@ -42,8 +43,8 @@ pub(super) struct Verdicts {
     settled: Vec<Batch>,
     /// The interleaving that reaches the first sound one.
     pub(super) sound: Option<Vec<(NodeId, SeqEvent)>>,
-    /// Local exploration's transitions when verification last ran, and the positions it
-    /// examined then.
+    /// Local exploration's work (transitions and system states built) when verification last
+    /// ran, and the positions it examined then.
     last: (u64, u64),
 }
 
@@ -165,6 +166,8 @@ pub(super) struct Context<'c, 's, 'm, P: Protocol> {
     pub(super) combiner: &'c Combiner<P>,
     /// The most positions one search may examine.
     pub(super) budget: u64,
+    /// Local exploration's work so far (transitions and system states built).
+    pub(super) work: u64,
     pub(super) stopper: &'c Stopper,
 }
 
@@ -187,17 +190,17 @@ impl Verdicts {
         self.fresh[at].add(candidate);
     }
 
-    /// Whether the fresh batches are due: exploration has run, since verification last did, at
-    /// least as many transitions as it examined positions.
-    pub(super) fn due(&self, transitions: u64) -> bool {
-        !self.fresh.is_empty() && transitions - self.last.0 >= self.last.1
+    /// Whether the fresh batches are due: exploration has done, since verification last ran,
+    /// at least as much `work` as the positions that verification examined.
+    pub(super) fn due(&self, work: u64) -> bool {
+        !self.fresh.is_empty() && work - self.last.0 >= self.last.1
     }
 
     /// Verifies the fresh batches; stops the run at a sound violation.
     pub(super) fn verify_fresh<P: Protocol>(&mut self, cx: &Context<'_, '_, '_, P>) -> ControlFlow<()> {
         let positions = self.verifier.counts.positions;
         let flow = self.verify_fresh_batches(cx);
-        self.last = (cx.space.counts.transitions, self.verifier.counts.positions - positions);
+        self.last = (cx.work, self.verifier.counts.positions - positions);
         flow
     }
 
@@ -230,7 +233,7 @@ impl Verdicts {
             }
             self.settled = settled;
         }
-        self.last = (cx.space.counts.transitions, self.verifier.counts.positions - positions);
+        self.last = (cx.work, self.verifier.counts.positions - positions);
         flow
     }
 
@@ -322,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn verification_is_due_after_as_many_transitions_as_it_examined_positions() {
+    fn verification_is_due_after_as_much_exploration_as_it_examined_positions() {
         let mut verdicts = Verdicts::default();
         assert!(!verdicts.due(10), "nothing to verify");
         verdicts.note(candidate(vec![Pick::AnyOf(vec![1])], 1));
