@@ -125,6 +125,17 @@ struct Fields<'e, 'b> {
     encoder: &'e mut Encoder<'b>,
 }
 
+/// Integer methods of the serializer: the value's little-endian bytes.
+macro_rules! scalars {
+    ($($method:ident($type:ty)),* $(,)?) => {$(
+        #[inline]
+        fn $method(self, v: $type) -> Result<(), EncodeError> {
+            self.put(&v.to_le_bytes());
+            Ok(())
+        }
+    )*};
+}
+
 impl<'e, 'b> ser::Serializer for &'e mut Encoder<'b> {
     type Ok = ();
     type Error = EncodeError;
@@ -146,64 +157,10 @@ impl<'e, 'b> ser::Serializer for &'e mut Encoder<'b> {
         Ok(())
     }
 
-    #[inline]
-    fn serialize_i8(self, v: i8) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_i16(self, v: i16) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_i32(self, v: i32) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_i64(self, v: i64) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_i128(self, v: i128) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_u8(self, v: u8) -> Result<(), EncodeError> {
-        self.put(&[v]);
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_u16(self, v: u16) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_u32(self, v: u32) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_u64(self, v: u64) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_u128(self, v: u128) -> Result<(), EncodeError> {
-        self.put(&v.to_le_bytes());
-        Ok(())
+    scalars! {
+        serialize_i8(i8), serialize_i16(i16), serialize_i32(i32), serialize_i64(i64),
+        serialize_i128(i128), serialize_u8(u8), serialize_u16(u16), serialize_u32(u32),
+        serialize_u64(u64), serialize_u128(u128),
     }
 
     #[inline]

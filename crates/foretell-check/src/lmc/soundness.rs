@@ -98,7 +98,36 @@ impl Verifier {
         }
         // A node none of whose targets is reachable from its start: no run at all.
         let soundness = if possible {
-            self.search(space, kind, targets, goal, budget, stopper)
+            self.update_queues(space, kind);
+            self.seen.clear();
+            let reaching = targets
+                .iter()
+                .zip(&self.reaching)
+                .map(|(target, (flags, _))| target.members().map(|_| flags.as_slice()))
+                .collect();
+            let mut search = Search {
+                space,
+                targets,
+                goal,
+                reaching,
+                seen: &mut self.seen,
+                budget,
+                examined: 0,
+                stopper,
+                order: Vec::new(),
+                out_of_budget: false,
+            };
+            let mut positions = vec![0 as StateId; targets.len()];
+            let mut net = InFlight::new(kind, &self.queues, &space.initial_messages);
+            let found = search.go(&mut positions, &mut net);
+            self.counts.positions += search.examined;
+            if found {
+                Soundness::Sound(search.order)
+            } else if search.out_of_budget {
+                Soundness::Abandoned
+            } else {
+                Soundness::Unsound
+            }
         } else {
             Soundness::Unsound
         };
@@ -108,48 +137,6 @@ impl Verifier {
             }
         }
         soundness
-    }
-
-    /// The joint search of [`Verifier::verify`], once the reaching states are marked.
-    fn search<P: Protocol>(
-        &mut self,
-        space: &LocalSpace<'_, '_, P>,
-        kind: NetworkKind,
-        targets: &[Place],
-        goal: &dyn Fn(&[StateId]) -> bool,
-        budget: u64,
-        stopper: &Stopper,
-    ) -> Soundness {
-        self.update_queues(space, kind);
-        self.seen.clear();
-        let reaching = targets
-            .iter()
-            .zip(&self.reaching)
-            .map(|(target, (flags, _))| target.members().map(|_| flags.as_slice()))
-            .collect();
-        let mut search = Search {
-            space,
-            targets,
-            goal,
-            reaching,
-            seen: &mut self.seen,
-            budget,
-            examined: 0,
-            stopper,
-            order: Vec::new(),
-            out_of_budget: false,
-        };
-        let mut positions = vec![0 as StateId; targets.len()];
-        let mut net = InFlight::new(kind, &self.queues, &space.initial_messages);
-        let found = search.go(&mut positions, &mut net);
-        self.counts.positions += search.examined;
-        if found {
-            Soundness::Sound(search.order)
-        } else if search.out_of_budget {
-            Soundness::Abandoned
-        } else {
-            Soundness::Unsound
-        }
     }
 
     /// Extends the queue of each message to the messages `I+` gained.
