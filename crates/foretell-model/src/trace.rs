@@ -15,8 +15,10 @@ use std::fmt;
 
 /// The `format` field of every trace file.
 pub const TRACE_FORMAT: &str = "foretell-trace";
-/// The trace format version this crate writes and reads.
-pub const TRACE_VERSION: u32 = 1;
+/// The trace format version this crate writes and reads. Version 2 changed no field but what
+/// the fingerprints are computed from ([`crate::FingerprintHasher`]): a version-1 trace would
+/// replay with every fingerprint differing, which would read as a non-deterministic handler.
+pub const TRACE_VERSION: u32 = 2;
 
 /// Which configured system a trace belongs to, so that tools can rebuild its model.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
