@@ -248,12 +248,12 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
                     ControlFlow::Continue(())
                 },
             )?;
-            let mut verdicts = verdicts.borrow_mut();
-            if !verdicts.due(exploration_work(space, &combiner.borrow())) {
-                return ControlFlow::Continue(());
-            }
             let combiner = &combiner.borrow();
             let work = exploration_work(space, combiner);
+            let mut verdicts = verdicts.borrow_mut();
+            if !verdicts.due(work) {
+                return ControlFlow::Continue(());
+            }
             verdicts.verify_fresh(&Context { space, sim, combiner, budget, work, stopper })
         };
         let mut flow = space.visit_roots(&mut fresh);

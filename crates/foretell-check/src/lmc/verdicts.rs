@@ -43,8 +43,8 @@ pub(super) struct Verdicts {
     settled: Vec<Batch>,
     /// The interleaving that reaches the first sound one.
     pub(super) sound: Option<Vec<(NodeId, SeqEvent)>>,
-    /// Local exploration's work (transitions and system states built) when verification last
-    /// ran, and the positions it examined then.
+    /// Local exploration's work (transitions, and worlds the general form built) when
+    /// verification last ran, and the positions it examined then.
     last: (u64, u64),
 }
 
@@ -159,14 +159,15 @@ impl Batch {
     }
 }
 
-/// What a run gives verification: the space, the model, the groups, the budget, the stopper.
+/// What a run gives verification: the space, the model, the key groups, the budget, the work
+/// done so far, the stopper.
 pub(super) struct Context<'c, 's, 'm, P: Protocol> {
     pub(super) space: &'c LocalSpace<'s, 'm, P>,
     pub(super) sim: &'c Simulator<'m, P>,
     pub(super) combiner: &'c Combiner<P>,
     /// The most positions one search may examine.
     pub(super) budget: u64,
-    /// Local exploration's work so far (transitions and system states built).
+    /// Local exploration's work so far (transitions, and worlds the general form built).
     pub(super) work: u64,
     pub(super) stopper: &'c Stopper,
 }
