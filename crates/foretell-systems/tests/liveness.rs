@@ -506,15 +506,20 @@ fn assert_figure_6_diff(report: &LivenessReport) {
 /// arrives, which is a live world, so the critical transition is the stale SYN's delivery. The
 /// test asserts that rule on every seed: the critical step is the first step after which the
 /// sender has the ACK of 201 while the receiver is open at 101 and no copy of SYN 201 is in
-/// flight, and it is one of those two deliveries. Seeds 0 and 6 take Figure 5's order; their
-/// critical event is the ACK and their per-node difference is Figure 6's.
+/// flight, and it is one of those two deliveries. Seeds take one order or the other (which do
+/// depends on the fingerprints that steer the walks), so the test runs seeds until both orders
+/// have been seen; on Figure 5's the critical event is the ACK and the per-node difference is
+/// Figure 6's.
 #[test]
 #[cfg_attr(debug_assertions, ignore = "5 to 10 s in a debug build; runs in the release-mode test command")]
 fn mace_transport_stale_syn_dies_at_the_later_of_the_ack_of_201_and_the_stale_syn() {
     let model =
         Arc::new(mace_transport::model(transport_config(mace_transport::Bug::StaleSyn)).start_from(fig5()));
-    let mut figure_5_order = Vec::new();
-    for seed in 0..8 {
+    let (mut figure_5_order, mut other_order) = (Vec::new(), Vec::new());
+    for seed in 0..64 {
+        if !figure_5_order.is_empty() && !other_order.is_empty() {
+            break;
+        }
         let report = run(&model, TRANSPORT_BOUNDS, seed);
         let (critical, worlds) = assert_dead_path(&model, &report);
         assert!(!desynchronised(&worlds[critical - 1]), "{report}");
@@ -530,9 +535,12 @@ fn mace_transport_stale_syn_dies_at_the_later_of_the_ack_of_201_and_the_stale_sy
             let stale_syn = &event["msg"]["Data"];
             assert!(stale_syn["seq"] == 101 && stale_syn["syn"] == 1, "{report}");
             assert_eq!(id(event["to"].as_u64()), mace_transport::RECEIVER, "{report}");
+            other_order.push(seed);
         }
     }
-    assert_eq!(figure_5_order, [0, 6], "the seeds whose path takes Figure 5's order");
+    assert!(!figure_5_order.is_empty(), "no seed of 64 took Figure 5's order");
+    assert!(!other_order.is_empty(), "no seed of 64 took the other order");
+    println!("Figure 5's order: seeds {figure_5_order:?}; the other: {other_order:?}");
 }
 
 /// Figure 6 proper: from Figure 5's first four steps (the stale SYN has re-opened the receiver),
