@@ -22,8 +22,9 @@ use foretell_check::DynModel;
 use foretell_model::{
     Budget, Driver, Event, Faults, Model, NetworkKind, NodeId, Out, Projection, Protocol, Scenario, World,
 };
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeSet;
 
 /// A proposed value.
 pub type Value = u32;
@@ -55,6 +56,71 @@ pub enum Phase {
     Accepting,
 }
 
+/// A set of nodes, one bit each: a leader's promisers and a learner's voters. It is encoded (and
+/// shown) as the list of its nodes in order, like a `BTreeSet<NodeId>`, but copies, compares and
+/// hashes as one byte, which every engine does with a node's state on each of its steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Nodes(u8);
+
+impl Nodes {
+    /// Adds `node`.
+    pub fn insert(&mut self, node: NodeId) {
+        self.0 |= 1 << node.0;
+    }
+
+    /// Whether `node` is in the set.
+    pub fn contains(self, node: NodeId) -> bool {
+        self.0 & (1 << node.0) != 0
+    }
+
+    /// The number of nodes in the set.
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The nodes, in order.
+    pub fn iter(self) -> impl Iterator<Item = NodeId> {
+        let mut left = self.0;
+        std::iter::from_fn(move || {
+            (left != 0).then(|| {
+                let node = NodeId(left.trailing_zeros());
+                left &= left - 1;
+                node
+            })
+        })
+    }
+}
+
+impl Serialize for Nodes {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len()))?;
+        self.iter().try_for_each(|node| seq.serialize_element(&node))?;
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Nodes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut nodes = Nodes::default();
+        for node in Vec::<NodeId>::deserialize(deserializer)? {
+            if node.index() >= NODES {
+                return Err(serde::de::Error::custom(format!(
+                    "node {} does not exist (nodes are 0 to {})",
+                    node.index(),
+                    NODES - 1
+                )));
+            }
+            nodes.insert(node);
+        }
+        Ok(nodes)
+    }
+}
+
 /// A leader's volatile state for its current round.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Leader {
@@ -64,8 +130,11 @@ pub struct Leader {
     pub value: Value,
     /// The phase.
     pub phase: Phase,
-    /// The promises received, by acceptor: each acceptor's vote, if any.
-    pub promises: BTreeMap<NodeId, Option<Vote>>,
+    /// The acceptors whose promises arrived.
+    pub promised_by: Nodes,
+    /// The vote each promise reported, by acceptor (`None` for an acceptor not in
+    /// `promised_by`, so that equal promises make equal states).
+    pub votes: [Option<Vote>; NODES],
     /// The acceptor whose promise arrived last; recorded only under `last-promise`, so that the
     /// correct version's states do not split on arrival order.
     pub last: Option<NodeId>,
@@ -82,8 +151,8 @@ pub struct State {
     pub seen: u32,
     /// Leader (volatile): the current round, if the node proposed.
     pub leader: Option<Leader>,
-    /// Learner (volatile): the acceptors heard voting for each round and value.
-    pub learns: BTreeMap<Vote, BTreeSet<NodeId>>,
+    /// Learner (volatile): the acceptors heard voting for each round and value, sorted by vote.
+    pub learns: Vec<(Vote, Nodes)>,
     /// Learner (durable): the chosen value.
     pub chosen: Option<Value>,
 }
@@ -130,8 +199,8 @@ impl Paxos {
     /// The value a leader proposes once it has a majority of promises.
     fn pick(&self, leader: &Leader) -> Value {
         let vote = match self.bug {
-            Bug::LastPromise => leader.last.and_then(|n| leader.promises.get(&n).copied().flatten()),
-            _ => leader.promises.values().flatten().max_by_key(|(round, _)| *round).copied(),
+            Bug::LastPromise => leader.last.and_then(|n| leader.votes[n.index()]),
+            _ => leader.votes.iter().flatten().max_by_key(|(round, _)| *round).copied(),
         };
         vote.map_or(leader.value, |(_, value)| value)
     }
@@ -144,7 +213,7 @@ impl Protocol for Paxos {
     type Input = Input;
 
     fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> State {
-        State { promised: None, accepted: None, seen: 0, leader: None, learns: BTreeMap::new(), chosen: None }
+        State { promised: None, accepted: None, seen: 0, leader: None, learns: Vec::new(), chosen: None }
     }
 
     fn restart(&self, me: NodeId, crashed: &State, out: &mut Out<'_, Self>) -> State {
@@ -165,8 +234,14 @@ impl Protocol for Paxos {
         let Input::Propose(value) = *input;
         let round = Round { counter: state.seen + 1, node: me.0 };
         state.seen = round.counter;
-        state.leader =
-            Some(Leader { round, value, phase: Phase::Preparing, promises: BTreeMap::new(), last: None });
+        state.leader = Some(Leader {
+            round,
+            value,
+            phase: Phase::Preparing,
+            promised_by: Nodes::default(),
+            votes: [None; NODES],
+            last: None,
+        });
         out.log(format_args!("proposes {value} in round {round:?}"));
         let all = out.nodes();
         out.broadcast(all, Msg::Prepare(round));
@@ -186,11 +261,12 @@ impl Protocol for Paxos {
                 if leader.round != round || leader.phase != Phase::Preparing {
                     return;
                 }
-                leader.promises.insert(from, vote);
+                leader.promised_by.insert(from);
+                leader.votes[from.index()] = vote;
                 if self.bug == Bug::LastPromise {
                     leader.last = Some(from);
                 }
-                if leader.promises.len() >= MAJORITY {
+                if leader.promised_by.len() >= MAJORITY {
                     let value = self.pick(leader);
                     leader.phase = Phase::Accepting;
                     out.log(format_args!("round {round:?} proposes {value}"));
@@ -208,7 +284,15 @@ impl Protocol for Paxos {
                 }
             }
             Msg::Learn(round, value) => {
-                let voters = state.learns.entry((round, value)).or_default();
+                let vote = (round, value);
+                let at = match state.learns.binary_search_by_key(&vote, |&(v, _)| v) {
+                    Ok(at) => at,
+                    Err(at) => {
+                        state.learns.insert(at, (vote, Nodes::default()));
+                        at
+                    }
+                };
+                let voters = &mut state.learns[at].1;
                 voters.insert(from);
                 if voters.len() >= MAJORITY {
                     out.require(state.chosen.is_none_or(|c| c == value), "chosen never changes");
@@ -383,6 +467,23 @@ mod tests {
         let system = system();
         let settings = system.settings(None, &[("proposals".into(), "0:1;2:2".into())]).unwrap();
         assert!(matches!((system.build)(&settings), Err(crate::ConfigError::BadValue { .. })));
+    }
+
+    /// A node set reads and writes as the list of its nodes, and refuses a node that does not
+    /// exist.
+    #[test]
+    fn node_sets_are_lists_of_nodes() {
+        let mut nodes = Nodes::default();
+        assert!(nodes.is_empty());
+        nodes.insert(NodeId(2));
+        nodes.insert(NodeId(0));
+        nodes.insert(NodeId(2));
+        assert_eq!((nodes.len(), nodes.contains(NodeId(1))), (2, false));
+        let text = serde_json::to_string(&nodes).unwrap();
+        assert_eq!(text, "[0,2]");
+        assert_eq!(serde_json::from_str::<Nodes>(&text).unwrap(), nodes);
+        let error = serde_json::from_str::<Nodes>("[0,3]").unwrap_err();
+        assert!(error.to_string().contains("node 3 does not exist"), "{error}");
     }
 
     /// BFS depth bound shared by the bug and fix checks: both bugs' shortest traces take 19 steps
