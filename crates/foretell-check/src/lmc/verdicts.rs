@@ -97,14 +97,15 @@ impl Batch {
         }
     }
 
+    /// Which nodes are free, in node order.
+    fn free_nodes(&self) -> impl Iterator<Item = bool> + '_ {
+        self.members.iter().map(Option::is_none)
+    }
+
     /// Whether `candidate` belongs here: the same property, and the same free nodes.
     fn holds_like(&self, candidate: &Preliminary) -> bool {
         self.property == candidate.property
-            && self
-                .members
-                .iter()
-                .zip(&candidate.picks)
-                .all(|(union, pick)| union.is_none() == (*pick == Pick::Free))
+            && self.free_nodes().eq(candidate.picks.iter().map(|pick| *pick == Pick::Free))
     }
 
     /// Adds `candidate`, whose free nodes are this batch's.
@@ -135,8 +136,7 @@ impl Batch {
 
     /// Whether `other` holds preliminary violations of the same kind.
     fn same_kind(&self, other: &Batch) -> bool {
-        self.property == other.property
-            && self.members.iter().zip(&other.members).all(|(a, b)| a.is_none() == b.is_none())
+        self.property == other.property && self.free_nodes().eq(other.free_nodes())
     }
 
     /// The places of the union, with `key_group(node, key)` giving a key group's states as
