@@ -24,7 +24,6 @@ use foretell_model::{
 };
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::BTreeSet;
 
 /// A proposed value.
 pub type Value = u32;
@@ -305,8 +304,8 @@ impl Protocol for Paxos {
 
 /// Whether two nodes have different values chosen.
 fn disagree(world: &World<Paxos>) -> bool {
-    let chosen: BTreeSet<Value> = world.states().filter_map(|s| s.chosen).collect();
-    chosen.len() > 1
+    let mut chosen = world.states().filter_map(|s| s.chosen);
+    chosen.next().is_some_and(|first| chosen.any(|value| value != first))
 }
 
 /// The model: three nodes, the one-shot `proposals` (node, value), FIFO channels, at most
