@@ -214,14 +214,21 @@ impl<P: Protocol> Target<P> {
         // many those are.
         let mut found = vec![(vec![BTreeSet::new(); members.len()], 0u64); self.properties.len()];
         let mut combo = Vec::with_capacity(members.len());
+        // One world, re-pointed at each combination's states.
+        let mut reused = None;
         let flow = for_each_product(&members, &mut combo, &mut |states: &[StateId]| {
             if stopper.stopped() {
                 return ControlFlow::Break(());
             }
             *built += 1;
-            let world = space.world(states);
-            if let Some(at) = self.properties.iter().position(|&i| is_false(&properties[i], &world, stopper))
-            {
+            let world = match &mut reused {
+                Some(world) => {
+                    space.rejoin(world, states);
+                    world
+                }
+                None => reused.insert(space.world(states)),
+            };
+            if let Some(at) = self.properties.iter().position(|&i| is_false(&properties[i], world, stopper)) {
                 let (sets, combinations) = &mut found[at];
                 for (set, &state) in sets.iter_mut().zip(states) {
                     set.insert(state);

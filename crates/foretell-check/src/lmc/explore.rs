@@ -209,7 +209,17 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
 
     /// The system state of `states` (one per node).
     pub(crate) fn world(&self, states: &[StateId]) -> World<P> {
-        self.sim.join(states.iter().enumerate().map(|(n, &s)| &self.nodes[n].states[s as usize].local))
+        self.sim.join(self.locals(states))
+    }
+
+    /// Makes `world` (one [`Self::world`] built) the system state of `states` in place.
+    pub(crate) fn rejoin(&self, world: &mut World<P>, states: &[StateId]) {
+        self.sim.rejoin(world, self.locals(states));
+    }
+
+    /// The local states `states` (one per node) name.
+    fn locals<'a>(&'a self, states: &'a [StateId]) -> impl ExactSizeIterator<Item = &'a LocalState<P>> {
+        states.iter().enumerate().map(|(n, &s)| &self.nodes[n].states[s as usize].local)
     }
 
     /// Calls `fresh` on every start state, as on a newly visited one.
