@@ -1,13 +1,14 @@
 //! Local model checking on small protocols: preliminary violations that no run reaches are
 //! rejected by soundness verification (under each network discipline), sound ones are
 //! reported with a trace the simulator replays, local assertions discard states, models the
-//! engine cannot check are refused with a reason, and a violation soundness verification could
-//! not decide is reported as undecided, never as holding.
+//! engine cannot check are refused with a reason, a violation soundness verification could not
+//! decide is reported as undecided, never as holding, and a system state re-pointed at other
+//! local states is the one joined from them.
 
 use foretell_check::{Check, Completion, LmcMode, LmcOptions, Report, Status};
 use foretell_model::{
-    Budget, Driver, Faults, Model, ModelError, NetworkKind, NodeId, Out, Projection, Protocol, Simulator,
-    World,
+    Budget, ChoiceOdometer, Driver, Faults, LocalEvent, LocalState, Model, ModelError, NetworkKind, NodeId,
+    Out, Projection, Protocol, Simulator, World,
 };
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +66,37 @@ fn lmc<P: Protocol>(model: &Model<P>, mode: LmcMode) -> Report {
     let report = Check::lmc(model).lmc_options(LmcOptions { mode, ..LmcOptions::default() }).run();
     println!("{report}");
     report
+}
+
+/// A world re-pointed at other local states ([`Simulator::rejoin`], what the general form checks
+/// each combination in) is the world joined from them: the same states, pending inputs and
+/// fingerprint, and back again.
+#[test]
+fn a_rejoined_world_is_the_joined_one() {
+    let model = relay(NetworkKind::FifoChannels, false);
+    let sim = Simulator::new(&model).unwrap();
+    let mut start = None;
+    sim.initial_worlds(|_, world, _| start = Some(world));
+    let start = sim.local_states(&start.unwrap());
+    let step = |node: usize, local: &LocalState<Relay>, event| {
+        sim.local_step(NodeId(node as u32), local, event, &mut ChoiceOdometer::new())
+    };
+    // Node 0 gives its input (and sends A and B); node 1 receives A.
+    let proposed = step(0, &start[0], LocalEvent::Input(0));
+    let received = step(1, &start[1], LocalEvent::Deliver(&proposed.sent[0])).next;
+    let proposed = proposed.next;
+    let describe = |world: &World<Relay>| {
+        (world.fingerprint(), world.states().cloned().collect::<Vec<_>>(), world.pending_input_count())
+    };
+    let mut world = sim.join(start.iter());
+    let original = describe(&world);
+    for locals in [[&proposed, &start[1]], [&proposed, &received], [&start[0], &received]] {
+        sim.rejoin(&mut world, locals.into_iter());
+        assert_eq!(describe(&world), describe(&sim.join(locals.into_iter())));
+        assert_ne!(describe(&world), original);
+    }
+    sim.rejoin(&mut world, start.iter());
+    assert_eq!(describe(&world), original);
 }
 
 /// Node 1 holding a message while node 0 has not sent it is a combination of local states
