@@ -221,13 +221,7 @@ impl<P: Protocol> Target<P> {
                 return ControlFlow::Break(());
             }
             *built += 1;
-            let world = match &mut reused {
-                Some(world) => {
-                    space.rejoin(world, states);
-                    world
-                }
-                None => reused.insert(space.world(states)),
-            };
+            let world = space.world_in(&mut reused, states);
             if let Some(at) = self.properties.iter().position(|&i| is_false(&properties[i], world, stopper)) {
                 let (sets, combinations) = &mut found[at];
                 for (set, &state) in sets.iter_mut().zip(states) {

@@ -207,14 +207,18 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         self.nodes.iter().map(|n| n.states.len() as u64).sum()
     }
 
-    /// The system state of `states` (one per node).
-    pub(crate) fn world(&self, states: &[StateId]) -> World<P> {
-        self.sim.join(self.locals(states))
-    }
-
-    /// Makes `world` (one [`Self::world`] built) the system state of `states` in place.
-    pub(crate) fn rejoin(&self, world: &mut World<P>, states: &[StateId]) {
-        self.sim.rejoin(world, self.locals(states));
+    /// The system state of `states` (one per node), in `reused`: built there the first time,
+    /// re-pointed at the states after ([`Simulator::rejoin`]), which costs a fraction of a
+    /// world built per combination.
+    #[inline]
+    pub(crate) fn world_in<'w>(&self, reused: &'w mut Option<World<P>>, states: &[StateId]) -> &'w World<P> {
+        match reused {
+            Some(world) => {
+                self.sim.rejoin(world, self.locals(states));
+                world
+            }
+            None => reused.insert(self.sim.join(self.locals(states))),
+        }
     }
 
     /// The local states `states` (one per node) name.

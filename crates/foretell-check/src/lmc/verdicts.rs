@@ -28,6 +28,7 @@ use super::explore::{LocalSpace, StateId};
 use super::soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
 use super::{is_false, Stopper};
 use foretell_model::{NodeId, Protocol, Simulator};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
@@ -247,7 +248,10 @@ impl Verdicts {
             return ControlFlow::Break(());
         }
         let property = &cx.sim.model().properties()[batch.property];
-        let goal = |states: &[StateId]| is_false(property, &cx.space.world(states), cx.stopper);
+        let reused = RefCell::new(None);
+        let goal = |states: &[StateId]| {
+            is_false(property, cx.space.world_in(&mut reused.borrow_mut(), states), cx.stopper)
+        };
         let kind = cx.sim.model().network_kind();
         let places = batch.places(|node, key| cx.combiner.key_group(batch.property, node, key));
         match self.verifier.verify(cx.space, kind, &places, &goal, cx.budget, cx.stopper) {
