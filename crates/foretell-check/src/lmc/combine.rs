@@ -213,10 +213,9 @@ impl<P: Protocol> Target<P> {
         // Per property: the states each node has in the combinations it is false in, and how
         // many those are.
         let mut found = vec![(vec![BTreeSet::new(); members.len()], 0u64); self.properties.len()];
-        let mut combo = Vec::with_capacity(members.len());
         // One world, re-pointed at each combination's states.
         let mut reused = None;
-        let flow = for_each_product(&members, &mut combo, &mut |states: &[StateId]| {
+        let flow = for_each_product(&members, &mut |states: &[StateId]| {
             if stopper.stopped() {
                 return ControlFlow::Break(());
             }
@@ -287,20 +286,82 @@ impl<P: Protocol> Target<P> {
     }
 }
 
-/// Calls `each` on every way of picking one item of each of `choices`, in order.
-fn for_each_product<T: Clone>(
+/// Calls `each` on every way of picking one item of each of `choices`, in order, as an
+/// odometer turns: the last pick changes fastest, so most calls differ from the one before in
+/// the last pick alone, which is what re-pointing one world at each combination
+/// ([`LocalSpace::world_in`]) does least work for.
+fn for_each_product<T: Copy>(
     choices: &[Vec<T>],
-    picked: &mut Vec<T>,
     each: &mut impl FnMut(&[T]) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    if picked.len() == choices.len() {
-        return each(picked);
+    if choices.iter().any(Vec::is_empty) {
+        return ControlFlow::Continue(());
     }
-    for item in &choices[picked.len()] {
-        picked.push(item.clone());
-        let flow = for_each_product(choices, picked, each);
-        picked.pop();
-        flow?;
+    let mut at = vec![0; choices.len()];
+    let mut picked: Vec<T> = choices.iter().map(|items| items[0]).collect();
+    loop {
+        each(&picked)?;
+        // Turn the last wheel; a wheel that comes round turns the one before it.
+        let mut wheel = choices.len();
+        loop {
+            if wheel == 0 {
+                return ControlFlow::Continue(());
+            }
+            wheel -= 1;
+            at[wheel] += 1;
+            if at[wheel] < choices[wheel].len() {
+                picked[wheel] = choices[wheel][at[wheel]];
+                break;
+            }
+            at[wheel] = 0;
+            picked[wheel] = choices[wheel][0];
+        }
     }
-    ControlFlow::Continue(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_each_product;
+    use std::ops::ControlFlow;
+
+    fn products(choices: &[Vec<u32>]) -> Vec<Vec<u32>> {
+        let mut seen = Vec::new();
+        let flow = for_each_product(choices, &mut |picked| {
+            seen.push(picked.to_vec());
+            ControlFlow::Continue(())
+        });
+        assert!(flow.is_continue());
+        seen
+    }
+
+    #[test]
+    fn the_product_comes_in_order_with_the_last_pick_fastest() {
+        let seen = products(&[vec![1, 2], vec![7], vec![3, 4, 5]]);
+        let expected: Vec<Vec<u32>> = [[1, 7, 3], [1, 7, 4], [1, 7, 5], [2, 7, 3], [2, 7, 4], [2, 7, 5]]
+            .iter()
+            .map(|c| c.to_vec())
+            .collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn an_empty_choice_empties_the_product_and_no_choices_give_one_empty_pick() {
+        assert!(products(&[vec![1, 2], vec![]]).is_empty());
+        assert_eq!(products(&[]), vec![Vec::<u32>::new()]);
+    }
+
+    #[test]
+    fn a_break_stops_the_product() {
+        let mut calls = 0;
+        let flow = for_each_product(&[vec![1, 2, 3], vec![4, 5]], &mut |_| {
+            calls += 1;
+            if calls == 4 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert!(flow.is_break());
+        assert_eq!(calls, 4);
+    }
 }
