@@ -76,6 +76,20 @@ impl Union {
         self.states[word] |= 1 << bit;
     }
 
+    /// The states, in order.
+    fn members(&self) -> impl Iterator<Item = StateId> + '_ {
+        self.states.iter().enumerate().flat_map(|(word, &bits)| {
+            let mut left = bits;
+            std::iter::from_fn(move || {
+                (left != 0).then(|| {
+                    let bit = left.trailing_zeros();
+                    left &= left - 1;
+                    (word * 64) as StateId + bit
+                })
+            })
+        })
+    }
+
     fn absorb(&mut self, other: Union) {
         if self.states.len() < other.states.len() {
             self.states.resize(other.states.len(), 0);
@@ -145,16 +159,12 @@ impl Batch {
     fn places<'g>(&self, key_group: impl Fn(usize, u64) -> &'g [StateId]) -> Vec<Place> {
         let place = |(node, union): (usize, &Option<Union>)| {
             let Some(union) = union else { return Place::Free };
-            let bits = union.states.iter().enumerate().flat_map(|(word, &bits)| {
-                (0..64).filter(move |bit| bits & (1 << bit) != 0).map(move |bit| (word * 64 + bit) as StateId)
-            });
-            let mut states: Vec<StateId> = bits.collect();
+            // The key groups' states join the union's bits, which come out sorted and distinct.
+            let mut all = Union { states: union.states.clone(), keys: BTreeSet::new() };
             for &key in &union.keys {
-                states.extend_from_slice(key_group(node, key));
+                key_group(node, key).iter().for_each(|&state| all.insert(state));
             }
-            states.sort_unstable();
-            states.dedup();
-            Place::AnyOf(states.into())
+            Place::AnyOf(all.members().collect())
         };
         self.members.iter().enumerate().map(place).collect()
     }
