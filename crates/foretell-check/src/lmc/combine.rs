@@ -26,7 +26,6 @@ use super::{is_false, Stopper};
 use foretell_model::{NodeId, Projection, Property, PropertyKind, Protocol, Simulator};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
-use std::rc::Rc;
 
 /// How system states are built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -73,26 +72,47 @@ pub(crate) enum Pick {
 }
 
 /// Where soundness verification may place one node.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) enum Place {
     /// Any state.
     Free,
-    /// One of these states, sorted.
-    AnyOf(Rc<[StateId]>),
+    /// One of these states: sorted, and as one bit per state (bit `s % 64` of word `s / 64`)
+    /// for [`Place::admits`], which the search asks at every position.
+    AnyOf { states: Box<[StateId]>, bits: Box<[u64]> },
 }
 
 impl Place {
+    /// One of the states whose bits are set in `bits`.
+    pub(crate) fn any_of(bits: Vec<u64>) -> Self {
+        let states = bits.iter().enumerate().flat_map(|(word, &word_bits)| {
+            let mut left = word_bits;
+            std::iter::from_fn(move || {
+                (left != 0).then(|| {
+                    let bit = left.trailing_zeros();
+                    left &= left - 1;
+                    word as StateId * 64 + bit
+                })
+            })
+        });
+        Place::AnyOf { states: states.collect(), bits: bits.into() }
+    }
+
     /// The states allowed, `None` for any.
     pub(crate) fn members(&self) -> Option<&[StateId]> {
         match self {
             Place::Free => None,
-            Place::AnyOf(states) => Some(states),
+            Place::AnyOf { states, .. } => Some(states),
         }
     }
 
     /// Whether `state` is allowed.
     pub(crate) fn admits(&self, state: StateId) -> bool {
-        self.members().is_none_or(|states| states.binary_search(&state).is_ok())
+        match self {
+            Place::Free => true,
+            Place::AnyOf { bits, .. } => {
+                bits.get(state as usize / 64).is_some_and(|word| word >> (state % 64) & 1 != 0)
+            }
+        }
     }
 }
 

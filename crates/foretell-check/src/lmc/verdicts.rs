@@ -76,20 +76,6 @@ impl Union {
         self.states[word] |= 1 << bit;
     }
 
-    /// The states, in order.
-    fn members(&self) -> impl Iterator<Item = StateId> + '_ {
-        self.states.iter().enumerate().flat_map(|(word, &bits)| {
-            let mut left = bits;
-            std::iter::from_fn(move || {
-                (left != 0).then(|| {
-                    let bit = left.trailing_zeros();
-                    left &= left - 1;
-                    (word * 64) as StateId + bit
-                })
-            })
-        })
-    }
-
     fn absorb(&mut self, other: Union) {
         if self.states.len() < other.states.len() {
             self.states.resize(other.states.len(), 0);
@@ -164,7 +150,7 @@ impl Batch {
             for &key in &union.keys {
                 key_group(node, key).iter().for_each(|&state| all.insert(state));
             }
-            Place::AnyOf(all.members().collect())
+            Place::any_of(all.states)
         };
         self.members.iter().enumerate().map(place).collect()
     }
