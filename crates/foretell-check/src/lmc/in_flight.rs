@@ -30,6 +30,8 @@ pub(crate) struct InFlight<'q> {
     kind: NetworkKind,
     /// Per message of `I+`: the queue it waits in (FIFO disciplines).
     queues: &'q [u32],
+    /// Per message of `I+`: its contribution to the key ([`element`]), worked out once.
+    elements: Vec<u128>,
     /// The messages appended, in order: what [`InFlight::pop`] takes back.
     pushed: Vec<MsgId>,
     key: u128,
@@ -78,12 +80,15 @@ impl<'q> InFlight<'q> {
     /// The network holding `initial`, in order, under `kind`; `queues` gives each message's
     /// queue.
     pub(crate) fn new(kind: NetworkKind, queues: &'q [u32], initial: &[MsgId]) -> Self {
+        let fifo = matches!(kind, NetworkKind::FifoChannels | NetworkKind::FifoInbox);
+        let lines = if fifo { queues.iter().max().map_or(0, |&last| last as usize + 1) } else { 0 };
         let mut in_flight = InFlight {
             kind,
             queues,
+            elements: (0..queues.len() as MsgId).map(element).collect(),
             pushed: Vec::new(),
             key: 0,
-            lines: Vec::new(),
+            lines: vec![Line::default(); lines],
             copies: vec![0; queues.len()],
             powers: vec![(1, 1)],
         };
@@ -104,7 +109,7 @@ impl<'q> InFlight<'q> {
         self.pushed.push(m);
         let at = m as usize;
         self.copies[at] += 1;
-        let e = element(m);
+        let e = self.elements[at];
         match self.kind {
             NetworkKind::Unordered => self.key = self.key.wrapping_add(e),
             NetworkKind::GrowOnly => {
@@ -114,7 +119,7 @@ impl<'q> InFlight<'q> {
             }
             NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
                 self.line(m).items.push(m);
-                self.change_chain(m, |chain, _| {
+                self.change_chain(m, |chain| {
                     chain.low = chain.low.wrapping_mul(BASES.0).wrapping_add(e as u64);
                     chain.high = chain.high.wrapping_mul(BASES.1).wrapping_add((e >> 64) as u64);
                     chain.len += 1;
@@ -128,7 +133,7 @@ impl<'q> InFlight<'q> {
         let m = self.pushed.pop().expect("a push to undo");
         let at = m as usize;
         self.copies[at] -= 1;
-        let e = element(m);
+        let e = self.elements[at];
         match self.kind {
             NetworkKind::Unordered => self.key = self.key.wrapping_sub(e),
             NetworkKind::GrowOnly => {
@@ -138,7 +143,7 @@ impl<'q> InFlight<'q> {
             }
             NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
                 self.line(m).items.pop();
-                self.change_chain(m, |chain, _| {
+                self.change_chain(m, |chain| {
                     chain.low = chain.low.wrapping_sub(e as u64).wrapping_mul(INVERSES.0);
                     chain.high = chain.high.wrapping_sub((e >> 64) as u64).wrapping_mul(INVERSES.1);
                     chain.len -= 1;
@@ -160,7 +165,7 @@ impl<'q> InFlight<'q> {
 
     /// [`InFlight::take`] of a message in flight.
     fn take_held(&mut self, m: MsgId) -> bool {
-        let e = element(m);
+        let e = self.elements[m as usize];
         match self.kind {
             NetworkKind::GrowOnly => return true,
             NetworkKind::Unordered => self.key = self.key.wrapping_sub(e),
@@ -170,8 +175,9 @@ impl<'q> InFlight<'q> {
                     return false;
                 }
                 line.head += 1;
-                self.change_chain(m, |chain, powers| {
-                    let (p0, p1) = powers(chain.len - 1);
+                let len = line.chain.len;
+                let (p0, p1) = self.power(len - 1);
+                self.change_chain(m, |chain| {
                     chain.low = chain.low.wrapping_sub((e as u64).wrapping_mul(p0));
                     chain.high = chain.high.wrapping_sub(((e >> 64) as u64).wrapping_mul(p1));
                     chain.len -= 1;
@@ -184,14 +190,16 @@ impl<'q> InFlight<'q> {
 
     /// Returns `m`, the last message taken and not yet put back (undoes [`InFlight::take`]).
     pub(crate) fn put_back(&mut self, m: MsgId) {
-        let e = element(m);
+        let e = self.elements[m as usize];
         match self.kind {
             NetworkKind::GrowOnly => return,
             NetworkKind::Unordered => self.key = self.key.wrapping_add(e),
             NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
-                self.line(m).head -= 1;
-                self.change_chain(m, |chain, powers| {
-                    let (p0, p1) = powers(chain.len);
+                let line = self.line(m);
+                line.head -= 1;
+                let len = line.chain.len;
+                let (p0, p1) = self.power(len);
+                self.change_chain(m, |chain| {
                     chain.low = chain.low.wrapping_add((e as u64).wrapping_mul(p0));
                     chain.high = chain.high.wrapping_add(((e >> 64) as u64).wrapping_mul(p1));
                     chain.len += 1;
@@ -203,28 +211,24 @@ impl<'q> InFlight<'q> {
 
     /// The queue `m` waits in.
     fn line(&mut self, m: MsgId) -> &mut Line {
-        let at = self.queues[m as usize] as usize;
-        if self.lines.len() <= at {
-            self.lines.resize_with(at + 1, Line::default);
-        }
-        &mut self.lines[at]
+        &mut self.lines[self.queues[m as usize] as usize]
     }
 
-    /// Applies `change` to the chain of `m`'s queue and keeps the key current. `change` gets
-    /// the chain and a function giving the bases' powers.
-    fn change_chain(&mut self, m: MsgId, change: impl FnOnce(&mut Chain, &mut dyn FnMut(u32) -> (u64, u64))) {
+    /// The bases' `k`th powers, (B1^k, B2^k).
+    fn power(&mut self, k: u32) -> (u64, u64) {
+        while self.powers.len() <= k as usize {
+            let (a, b) = *self.powers.last().expect("B^0 is always there");
+            self.powers.push((a.wrapping_mul(BASES.0), b.wrapping_mul(BASES.1)));
+        }
+        self.powers[k as usize]
+    }
+
+    /// Applies `change` to the chain of `m`'s queue and keeps the key current.
+    fn change_chain(&mut self, m: MsgId, change: impl FnOnce(&mut Chain)) {
         let queue = self.queues[m as usize];
-        let powers = &mut self.powers;
-        let mut power = |k: u32| {
-            while powers.len() <= k as usize {
-                let (a, b) = *powers.last().expect("B^0 is always there");
-                powers.push((a.wrapping_mul(BASES.0), b.wrapping_mul(BASES.1)));
-            }
-            powers[k as usize]
-        };
         let chain = &mut self.lines[queue as usize].chain;
         let before = chain.key;
-        change(chain, &mut power);
+        change(chain);
         chain.key = chain_key(queue, chain);
         self.key = self.key.wrapping_sub(before).wrapping_add(chain.key);
     }
