@@ -22,6 +22,7 @@
 //! system states and preliminary violations.
 
 use super::explore::{LocalSpace, StateId};
+use super::state_set::StateSet;
 use super::{is_false, Stopper};
 use foretell_model::{NodeId, Projection, Property, PropertyKind, Protocol, Simulator};
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,42 +77,26 @@ pub(crate) enum Pick {
 pub(crate) enum Place {
     /// Any state.
     Free,
-    /// One of these states: sorted, and as one bit per state (bit `s % 64` of word `s / 64`)
-    /// for [`Place::admits`], which the search asks at every position.
-    AnyOf { states: Box<[StateId]>, bits: Box<[u64]> },
+    /// One of `targets`. `reach` is their backward closure: the states from which one of them
+    /// can be reached ([`super::reach`]), the only ones the search moves the node into.
+    AnyOf { targets: StateSet, reach: StateSet },
 }
 
 impl Place {
-    /// One of the states whose bits are set in `bits`.
-    pub(crate) fn any_of(bits: Vec<u64>) -> Self {
-        let states = bits.iter().enumerate().flat_map(|(word, &word_bits)| {
-            let mut left = word_bits;
-            std::iter::from_fn(move || {
-                (left != 0).then(|| {
-                    let bit = left.trailing_zeros();
-                    left &= left - 1;
-                    word as StateId * 64 + bit
-                })
-            })
-        });
-        Place::AnyOf { states: states.collect(), bits: bits.into() }
-    }
-
-    /// The states allowed, `None` for any.
-    pub(crate) fn members(&self) -> Option<&[StateId]> {
-        match self {
-            Place::Free => None,
-            Place::AnyOf { states, .. } => Some(states),
-        }
-    }
-
     /// Whether `state` is allowed.
+    #[inline]
     pub(crate) fn admits(&self, state: StateId) -> bool {
         match self {
             Place::Free => true,
-            Place::AnyOf { bits, .. } => {
-                bits.get(state as usize / 64).is_some_and(|word| word >> (state % 64) & 1 != 0)
-            }
+            Place::AnyOf { targets, .. } => targets.contains(state),
+        }
+    }
+
+    /// The states from which an allowed one can be reached, `None` for any.
+    pub(crate) fn reach(&self) -> Option<&StateSet> {
+        match self {
+            Place::Free => None,
+            Place::AnyOf { reach, .. } => Some(reach),
         }
     }
 }

@@ -96,6 +96,9 @@ pub(crate) struct NodeStates<P: Protocol> {
     locals_done: usize,
     /// Predecessor pointers added to states visited before (merges).
     pub(crate) merges: u64,
+    /// Every predecessor pointer as (from, to), in the order added: what keeps a backward
+    /// closure over the growing graph current ([`super::reach::Closure`]).
+    pub(crate) edges: Vec<(StateId, StateId)>,
 }
 
 /// Counts of local exploration.
@@ -153,7 +156,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                     local_events: 0,
                     depth: 0,
                 };
-                NodeStates { states: vec![root], index, locals_done: 0, merges: 0 }
+                NodeStates { states: vec![root], index, locals_done: 0, merges: 0, edges: Vec::new() }
             })
             .collect();
         let mut space = LocalSpace {
@@ -358,6 +361,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             {
                 let succ = SeqEvent { to: existing, pred: preds.len() as u32 };
                 preds.push(pred);
+                states.edges.push((from, existing));
                 let succs = &mut states.states[from as usize].succs;
                 let at = succs.binary_search(&succ).unwrap_err();
                 succs.insert(at, succ);
@@ -388,6 +392,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             depth: source.depth + 1,
         };
         let id = states.states.len() as StateId;
+        states.edges.push((from, id));
         states.states[from as usize].succs.push(SeqEvent { to: id, pred: 0 });
         states.states.push(visited);
         states.index.insert(next_hash, id);

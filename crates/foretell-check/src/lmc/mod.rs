@@ -26,7 +26,9 @@
 mod combine;
 mod explore;
 mod in_flight;
+mod reach;
 mod soundness;
+mod state_set;
 mod verdicts;
 
 pub use combine::LmcMode;

@@ -19,10 +19,10 @@
 //! grows exponentially with depth — the cost the paper names as LMC's bottleneck (section 5.3).
 //!
 //! A search costs what it examines, not the size of the space: local exploration keeps each
-//! state's forward pointers ([`super::explore::LocalNode::succs`]), a node with targets only
-//! flags the states it walks back through from them (cleared afterwards by the list of those
-//! flagged), and the [`Verifier`] keeps each message's queue from one verification to the
-//! next. A position's memo key mixes raw numbers rather than a canonical encoding, since it
+//! state's forward pointers ([`super::explore::LocalNode::succs`]), a node's place comes with
+//! the states that can reach its targets, kept current from one verification to the next
+//! rather than walked afresh ([`super::reach`]), and the [`Verifier`] keeps each message's
+//! queue from one verification to the next. A position's memo key mixes raw numbers rather than a canonical encoding, since it
 //! never leaves the search, and the network's part of it is kept current by each change, in
 //! constant time ([`super::in_flight`]).
 //!
@@ -33,6 +33,7 @@ use super::combine::Place;
 pub(crate) use super::explore::SeqEvent;
 use super::explore::{LocalSpace, MsgId, StateId, Step};
 use super::in_flight::{step, InFlight, SEED};
+use super::state_set::StateSet;
 use super::Stopper;
 use foretell_model::{NetworkKind, NodeId, Protocol};
 use rustc_hash::FxHashSet;
@@ -61,9 +62,6 @@ pub(crate) struct SoundnessCounts {
 #[derive(Default)]
 pub(crate) struct Verifier {
     pub(crate) counts: SoundnessCounts,
-    /// Per node: flags of the states that can still reach the node's targets (for a node with
-    /// targets; all false between verifications), and which are set.
-    reaching: Vec<(Vec<bool>, Vec<StateId>)>,
     /// Per message of `I+`: the queue it waits in (destination, and sender on FIFO channels).
     queues: Vec<u32>,
     /// The positions one search has examined, kept (emptied) for the next one's.
@@ -77,8 +75,9 @@ impl Verifier {
     }
 
     /// Whether some real run reaches a combination of `targets` — each node in one of the
-    /// states its place allows — in a world where `goal` (given every node's state) holds,
-    /// examining at most `budget` positions.
+    /// states its place allows, moving only through the states its place says can reach
+    /// them — in a world where `goal` (given every node's state) holds, examining at most
+    /// `budget` positions.
     pub(crate) fn verify<P: Protocol>(
         &mut self,
         space: &LocalSpace<'_, '_, P>,
@@ -89,54 +88,36 @@ impl Verifier {
         stopper: &Stopper,
     ) -> Soundness {
         self.counts.checks += 1;
-        self.reaching.resize_with(targets.len(), Default::default);
-        let mut possible = true;
-        for ((flags, set), (node, target)) in self.reaching.iter_mut().zip(targets.iter().enumerate()) {
-            if let Some(members) = target.members() {
-                possible &= mark_reaching(space, node, members, flags, set);
-            }
-        }
+        let reaching: Vec<Option<&StateSet>> = targets.iter().map(Place::reach).collect();
         // A node none of whose targets is reachable from its start: no run at all.
-        let soundness = if possible {
-            self.update_queues(space, kind);
-            self.seen.clear();
-            let reaching = targets
-                .iter()
-                .zip(&self.reaching)
-                .map(|(target, (flags, _))| target.members().map(|_| flags.as_slice()))
-                .collect();
-            let mut search = Search {
-                space,
-                targets,
-                goal,
-                reaching,
-                seen: &mut self.seen,
-                budget,
-                examined: 0,
-                stopper,
-                order: Vec::new(),
-                out_of_budget: false,
-            };
-            let mut positions = vec![0 as StateId; targets.len()];
-            let mut net = InFlight::new(kind, &self.queues, &space.initial_messages);
-            let found = search.go(&mut positions, &mut net);
-            self.counts.positions += search.examined;
-            if found {
-                Soundness::Sound(search.order)
-            } else if search.out_of_budget {
-                Soundness::Abandoned
-            } else {
-                Soundness::Unsound
-            }
+        if !reaching.iter().all(|reach| reach.is_none_or(|reach| reach.contains(0))) {
+            return Soundness::Unsound;
+        }
+        self.update_queues(space, kind);
+        self.seen.clear();
+        let mut search = Search {
+            space,
+            targets,
+            goal,
+            reaching,
+            seen: &mut self.seen,
+            budget,
+            examined: 0,
+            stopper,
+            order: Vec::new(),
+            out_of_budget: false,
+        };
+        let mut positions = vec![0 as StateId; targets.len()];
+        let mut net = InFlight::new(kind, &self.queues, &space.initial_messages);
+        let found = search.go(&mut positions, &mut net);
+        self.counts.positions += search.examined;
+        if found {
+            Soundness::Sound(search.order)
+        } else if search.out_of_budget {
+            Soundness::Abandoned
         } else {
             Soundness::Unsound
-        };
-        for (flags, set) in &mut self.reaching {
-            for state in set.drain(..) {
-                flags[state as usize] = false;
-            }
         }
-        soundness
     }
 
     /// Extends the queue of each message to the messages `I+` gained.
@@ -151,46 +132,14 @@ impl Verifier {
     }
 }
 
-/// Flags in `flags` (all false before) the states of `node` from which one of `targets` can be
-/// reached along predecessor pointers, listing them in `set`; whether the start state is one.
-/// The work is in the states flagged, not in all the node's states.
-fn mark_reaching<P: Protocol>(
-    space: &LocalSpace<'_, '_, P>,
-    node: usize,
-    targets: &[StateId],
-    flags: &mut Vec<bool>,
-    set: &mut Vec<StateId>,
-) -> bool {
-    let states = &space.nodes[node].states;
-    if flags.len() < states.len() {
-        flags.resize(states.len(), false);
-    }
-    let mut stack: Vec<StateId> = Vec::new();
-    for &target in targets {
-        if !std::mem::replace(&mut flags[target as usize], true) {
-            set.push(target);
-            stack.push(target);
-        }
-    }
-    while let Some(state) = stack.pop() {
-        for pred in &states[state as usize].preds {
-            if !std::mem::replace(&mut flags[pred.from as usize], true) {
-                set.push(pred.from);
-                stack.push(pred.from);
-            }
-        }
-    }
-    flags[0]
-}
-
 /// The joint search of one verification.
 struct Search<'a, 's, 'm, P: Protocol> {
     space: &'a LocalSpace<'s, 'm, P>,
     targets: &'a [Place],
     goal: &'a dyn Fn(&[StateId]) -> bool,
-    /// Per node with targets, the flags of the states that can still reach one: only events
-    /// into them are taken. A node without targets takes every event.
-    reaching: Vec<Option<&'a [bool]>>,
+    /// Per node with targets, the states that can still reach one: only events into them are
+    /// taken. A node without targets takes every event.
+    reaching: Vec<Option<&'a StateSet>>,
     /// Positions already explored without success.
     seen: &'a mut FxHashSet<u128>,
     budget: u64,
@@ -306,7 +255,7 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
             let reaching = self.reaching[node];
             while let Some(&event) = succs.get(frame.next) {
                 frame.next += 1;
-                if reaching.is_some_and(|flags| !flags[event.to as usize]) {
+                if reaching.is_some_and(|reach| !reach.contains(event.to)) {
                     continue;
                 }
                 let pred = &self.space.nodes[node].states[event.to as usize].preds[event.pred as usize];

@@ -25,9 +25,12 @@
 
 use super::combine::{Combiner, Pick, Place, Preliminary};
 use super::explore::{LocalSpace, StateId};
+use super::reach::{walk_back, Closure};
 use super::soundness::{SeqEvent, Soundness, SoundnessCounts, Verifier};
+use super::state_set::StateSet;
 use super::{is_false, Stopper};
 use foretell_model::{NodeId, Protocol, Simulator};
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -44,6 +47,9 @@ pub(super) struct Verdicts {
     settled: Vec<Batch>,
     /// The interleaving that reaches the first sound one.
     pub(super) sound: Option<Vec<(NodeId, SeqEvent)>>,
+    /// The backward closure of each key group a batch has named, by (property, node, key),
+    /// kept current from one verification to the next.
+    closures: FxHashMap<(usize, usize, u64), Closure>,
     /// Local exploration's work (transitions, and worlds the general form built) when
     /// verification last ran, and the positions it examined then.
     last: (u64, u64),
@@ -60,29 +66,16 @@ pub(super) struct Batch {
     pub(super) undecided: bool,
 }
 
-/// The union of a node's picks: states (one bit each) and key groups.
+/// The union of a node's picks: states and key groups.
 #[derive(Default)]
 struct Union {
-    states: Vec<u64>,
+    states: StateSet,
     keys: BTreeSet<u64>,
 }
 
 impl Union {
-    fn insert(&mut self, state: StateId) {
-        let (word, bit) = (state as usize / 64, state % 64);
-        if self.states.len() <= word {
-            self.states.resize(word + 1, 0);
-        }
-        self.states[word] |= 1 << bit;
-    }
-
     fn absorb(&mut self, other: Union) {
-        if self.states.len() < other.states.len() {
-            self.states.resize(other.states.len(), 0);
-        }
-        for (word, bits) in self.states.iter_mut().zip(other.states) {
-            *word |= bits;
-        }
+        self.states.union_with(&other.states);
         self.keys.extend(other.keys);
     }
 }
@@ -113,7 +106,11 @@ impl Batch {
     fn add(&mut self, candidate: Preliminary) {
         for (union, pick) in self.members.iter_mut().zip(candidate.picks) {
             match (union, pick) {
-                (Some(union), Pick::AnyOf(states)) => states.into_iter().for_each(|s| union.insert(s)),
+                (Some(union), Pick::AnyOf(states)) => {
+                    for state in states {
+                        union.states.insert(state);
+                    }
+                }
                 (Some(union), Pick::Keyed(key)) => {
                     union.keys.insert(key);
                 }
@@ -140,19 +137,20 @@ impl Batch {
         self.property == other.property && self.free_nodes().eq(other.free_nodes())
     }
 
-    /// The places of the union, with `key_group(node, key)` giving a key group's states as
-    /// they are now.
-    fn places<'g>(&self, key_group: impl Fn(usize, u64) -> &'g [StateId]) -> Vec<Place> {
-        let place = |(node, union): (usize, &Option<Union>)| {
-            let Some(union) = union else { return Place::Free };
-            // The key groups' states join the union's bits, which come out sorted and distinct.
-            let mut all = Union { states: union.states.clone(), keys: BTreeSet::new() };
+    /// Per node, the states of the union (`None` for a free node), with `key_group(node,
+    /// key)` giving a key group's states as they are now.
+    fn targets<'g>(&self, key_group: impl Fn(usize, u64) -> &'g [StateId]) -> Vec<Option<StateSet>> {
+        let targets = |(node, union): (usize, &Option<Union>)| {
+            let union = union.as_ref()?;
+            let mut all = union.states.clone();
             for &key in &union.keys {
-                key_group(node, key).iter().for_each(|&state| all.insert(state));
+                for &state in key_group(node, key) {
+                    all.insert(state);
+                }
             }
-            Place::any_of(all.states)
+            Some(all)
         };
-        self.members.iter().enumerate().map(place).collect()
+        self.members.iter().enumerate().map(targets).collect()
     }
 }
 
@@ -249,7 +247,7 @@ impl Verdicts {
             is_false(property, cx.space.world_in(&mut reused.borrow_mut(), states), cx.stopper)
         };
         let kind = cx.sim.model().network_kind();
-        let places = batch.places(|node, key| cx.combiner.key_group(batch.property, node, key));
+        let places = self.places(batch, cx);
         match self.verifier.verify(cx.space, kind, &places, &goal, cx.budget, cx.stopper) {
             Soundness::Sound(order) => {
                 self.sound = Some(order);
@@ -267,6 +265,30 @@ impl Verdicts {
         }
     }
 
+    /// Where verification may place each node for `batch`: the union's states, and their
+    /// backward closure, made of the key groups' closures (brought up to date) and a walk
+    /// from the union's own states.
+    fn places<P: Protocol>(&mut self, batch: &Batch, cx: &Context<'_, '_, '_, P>) -> Vec<Place> {
+        let key_group = |node, key| cx.combiner.key_group(batch.property, node, key);
+        let mut places = Vec::with_capacity(batch.members.len());
+        for (node, (union, targets)) in batch.members.iter().zip(batch.targets(key_group)).enumerate() {
+            let (Some(union), Some(targets)) = (union, targets) else {
+                places.push(Place::Free);
+                continue;
+            };
+            let graph = &cx.space.nodes[node];
+            let mut reach = StateSet::default();
+            for &key in &union.keys {
+                let closure = self.closures.entry((batch.property, node, key)).or_default();
+                reach.union_with(closure.update(graph, key_group(node, key)));
+            }
+            let from: Vec<StateId> = union.states.iter().filter(|&state| reach.insert(state)).collect();
+            walk_back(graph, &mut reach, from);
+            places.push(Place::AnyOf { targets, reach });
+        }
+        places
+    }
+
     /// Every batch, fresh or settled.
     pub(super) fn batches(&self) -> impl Iterator<Item = &Batch> {
         self.settled.iter().chain(&self.fresh)
@@ -281,8 +303,8 @@ mod tests {
         Preliminary { picks, property: 0, combinations }
     }
 
-    fn members(place: &Place) -> Option<Vec<StateId>> {
-        place.members().map(<[StateId]>::to_vec)
+    fn members(targets: &Option<StateSet>) -> Option<Vec<StateId>> {
+        targets.as_ref().map(|set| set.iter().collect())
     }
 
     #[test]
@@ -301,13 +323,13 @@ mod tests {
         assert_eq!(batch.combinations, 6);
         // Key group 7 of node 1 has grown to 2, 5 and 9 by the time the batch is verified.
         let group = [2, 5, 9];
-        let places = batch.places(|node, key| {
+        let targets = batch.targets(|node, key| {
             assert_eq!((node, key), (1, 7));
             &group
         });
-        assert_eq!(members(&places[0]), Some(vec![1, 3, 70]));
-        assert_eq!(members(&places[1]), Some(vec![2, 5, 9]));
-        assert_eq!(members(&places[2]), None);
+        assert_eq!(members(&targets[0]), Some(vec![1, 3, 70]));
+        assert_eq!(members(&targets[1]), Some(vec![2, 5, 9]));
+        assert_eq!(members(&targets[2]), None);
     }
 
     #[test]
@@ -320,7 +342,7 @@ mod tests {
         fresh.add(like(100));
         assert!(settled.same_kind(&fresh));
         settled.absorb(fresh);
-        assert_eq!(members(&settled.places(|_, _| &[])[0]), Some(vec![0, 100]));
+        assert_eq!(members(&settled.targets(|_, _| &[])[0]), Some(vec![0, 100]));
         assert_eq!(settled.combinations, 2);
         assert!(settled.undecided, "the fresh batch was never verified");
     }
