@@ -5,8 +5,8 @@
 //! every message ever sent ([`explore`]); builds system states only to check invariants, and
 //! only with a newly visited local state ([`combine`]); and reports a violation only once its
 //! combination of local states is shown reachable by a real run ([`soundness`], in batches
-//! verified as exploration goes: [`verdicts`]), with a global trace that the ordinary
-//! simulator replays.
+//! verified as exploration goes: [`verdicts`]; each node kept to the states that can reach its
+//! targets: [`reach`]), with a global trace that the ordinary simulator replays.
 //!
 //! Run it with [`crate::Check::lmc`] or `foretell check SYSTEM --engine lmc`. It starts from the
 //! model's one start world — its initial world or a scenario's end — so it can be restarted
