@@ -34,9 +34,10 @@ impl<P: Protocol> Graph for NodeStates<P> {
 }
 
 /// The states of one node from which a growing target set can be reached, over the node's
-/// growing graph.
+/// growing graph, and the targets themselves.
 #[derive(Default)]
 pub(crate) struct Closure {
+    targets: StateSet,
     reach: StateSet,
     /// How many of the targets (in the order they were added) are in.
     targets_in: usize,
@@ -45,11 +46,12 @@ pub(crate) struct Closure {
 }
 
 impl Closure {
-    /// The closure of `targets` (every target so far, in the order added: the ones before
-    /// the last call's length are taken as seen) over `graph` as it is now.
-    pub(crate) fn update(&mut self, graph: &impl Graph, targets: &[StateId]) -> &StateSet {
+    /// Brings the closure up to date with `targets` (every target so far, in the order added:
+    /// the ones before the last call's length are taken as seen) and `graph` as it is now.
+    pub(crate) fn update(&mut self, graph: &impl Graph, targets: &[StateId]) {
         let mut stack: Vec<StateId> = Vec::new();
         for &target in &targets[self.targets_in..] {
+            self.targets.insert(target);
             if self.reach.insert(target) {
                 stack.push(target);
             }
@@ -65,6 +67,15 @@ impl Closure {
         }
         self.edges_in = edges.len();
         walk_back(graph, &mut self.reach, stack);
+    }
+
+    /// The targets, as of the last update.
+    pub(crate) fn targets(&self) -> &StateSet {
+        &self.targets
+    }
+
+    /// The states from which a target can be reached, as of the last update.
+    pub(crate) fn reach(&self) -> &StateSet {
         &self.reach
     }
 }
@@ -138,8 +149,12 @@ mod tests {
                 let mut afresh = StateSet::default();
                 let from: Vec<StateId> = targets.iter().copied().filter(|&t| afresh.insert(t)).collect();
                 walk_back(&graph, &mut afresh, from);
-                let kept: Vec<StateId> = closure.update(&graph, &targets).iter().collect();
-                assert_eq!(kept, afresh.iter().collect::<Vec<_>>());
+                closure.update(&graph, &targets);
+                assert_eq!(closure.reach().iter().collect::<Vec<_>>(), afresh.iter().collect::<Vec<_>>());
+                let mut distinct = targets.clone();
+                distinct.sort_unstable();
+                distinct.dedup();
+                assert_eq!(closure.targets().iter().collect::<Vec<_>>(), distinct);
             }
         }
     }

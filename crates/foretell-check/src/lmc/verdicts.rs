@@ -139,14 +139,12 @@ impl Batch {
 
     /// Per node, the states of the union (`None` for a free node), with `key_group(node,
     /// key)` giving a key group's states as they are now.
-    fn targets<'g>(&self, key_group: impl Fn(usize, u64) -> &'g [StateId]) -> Vec<Option<StateSet>> {
+    fn targets<'g>(&self, key_group: impl Fn(usize, u64) -> &'g StateSet) -> Vec<Option<StateSet>> {
         let targets = |(node, union): (usize, &Option<Union>)| {
             let union = union.as_ref()?;
             let mut all = union.states.clone();
             for &key in &union.keys {
-                for &state in key_group(node, key) {
-                    all.insert(state);
-                }
+                all.union_with(key_group(node, key));
             }
             Some(all)
         };
@@ -269,24 +267,25 @@ impl Verdicts {
     /// backward closure, made of the key groups' closures (brought up to date) and a walk
     /// from the union's own states.
     fn places<P: Protocol>(&mut self, batch: &Batch, cx: &Context<'_, '_, '_, P>) -> Vec<Place> {
-        let key_group = |node, key| cx.combiner.key_group(batch.property, node, key);
-        let mut places = Vec::with_capacity(batch.members.len());
-        for (node, (union, targets)) in batch.members.iter().zip(batch.targets(key_group)).enumerate() {
-            let (Some(union), Some(targets)) = (union, targets) else {
-                places.push(Place::Free);
-                continue;
-            };
-            let graph = &cx.space.nodes[node];
+        for (node, union) in batch.members.iter().enumerate() {
+            for &key in union.iter().flat_map(|union| &union.keys) {
+                let closure = self.closures.entry((batch.property, node, key)).or_default();
+                closure.update(&cx.space.nodes[node], cx.combiner.key_group(batch.property, node, key));
+            }
+        }
+        let closure = |node, key| &self.closures[&(batch.property, node, key)];
+        let targets = batch.targets(|node, key| closure(node, key).targets());
+        let place = |(node, (union, targets)): (usize, (&Option<Union>, Option<StateSet>))| {
+            let (Some(union), Some(targets)) = (union, targets) else { return Place::Free };
             let mut reach = StateSet::default();
             for &key in &union.keys {
-                let closure = self.closures.entry((batch.property, node, key)).or_default();
-                reach.union_with(closure.update(graph, key_group(node, key)));
+                reach.union_with(closure(node, key).reach());
             }
             let from: Vec<StateId> = union.states.iter().filter(|&state| reach.insert(state)).collect();
-            walk_back(graph, &mut reach, from);
-            places.push(Place::AnyOf { targets, reach });
-        }
-        places
+            walk_back(&cx.space.nodes[node], &mut reach, from);
+            Place::AnyOf { targets, reach }
+        };
+        batch.members.iter().zip(targets).enumerate().map(place).collect()
     }
 
     /// Every batch, fresh or settled.
@@ -322,7 +321,10 @@ mod tests {
         }));
         assert_eq!(batch.combinations, 6);
         // Key group 7 of node 1 has grown to 2, 5 and 9 by the time the batch is verified.
-        let group = [2, 5, 9];
+        let mut group = StateSet::default();
+        for state in [2, 5, 9] {
+            group.insert(state);
+        }
         let targets = batch.targets(|node, key| {
             assert_eq!((node, key), (1, 7));
             &group
@@ -342,7 +344,8 @@ mod tests {
         fresh.add(like(100));
         assert!(settled.same_kind(&fresh));
         settled.absorb(fresh);
-        assert_eq!(members(&settled.targets(|_, _| &[])[0]), Some(vec![0, 100]));
+        let none = StateSet::default();
+        assert_eq!(members(&settled.targets(|_, _| &none)[0]), Some(vec![0, 100]));
         assert_eq!(settled.combinations, 2);
         assert!(settled.undecided, "the fresh batch was never verified");
     }
