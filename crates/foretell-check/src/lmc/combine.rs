@@ -25,7 +25,7 @@ use super::explore::{LocalSpace, StateId};
 use super::state_set::StateSet;
 use super::{is_false, Stopper};
 use foretell_model::{NodeId, Projection, Property, PropertyKind, Protocol, Simulator};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 /// How system states are built.
@@ -217,7 +217,7 @@ impl<P: Protocol> Target<P> {
             .collect();
         // Per property: the states each node has in the combinations it is false in, and how
         // many those are.
-        let mut found = vec![(vec![BTreeSet::new(); members.len()], 0u64); self.properties.len()];
+        let mut found = vec![(vec![StateSet::default(); members.len()], 0u64); self.properties.len()];
         // One world, re-pointed at each combination's states.
         let mut reused = None;
         let flow = for_each_product(&members, &mut |states: &[StateId]| {
@@ -237,7 +237,7 @@ impl<P: Protocol> Target<P> {
         });
         for ((sets, combinations), &property) in found.into_iter().zip(&self.properties) {
             if combinations > 0 {
-                let picks = sets.into_iter().map(|set| Pick::AnyOf(set.into_iter().collect())).collect();
+                let picks = sets.iter().map(|set| Pick::AnyOf(set.iter().collect())).collect();
                 violated(Preliminary { picks, property, combinations })?;
             }
         }
