@@ -16,6 +16,11 @@
 //! "receives" its own future message (a Paxos leader its own prepare, before it proposes)
 //! starts rounds no run has, and their messages snowball.
 //!
+//! A node keeps its predecessor pointers in one list, chained per state, and what they and its
+//! states hold of variable length (the messages a step produced, the choices made, a state's
+//! history) in pools, one allocation each per node rather than a few per state; the tables of
+//! what the first paths sent are interned, since few paths differ in them.
+//!
 //! Departures, as in the paper's prototype: an event that leaves the state unchanged adds its
 //! messages to `I+` but no predecessor pointer (self-references are not followed); a local
 //! assertion or a panic discards the state it would have produced. A message sent again by the
@@ -28,11 +33,18 @@ use foretell_model::{
 };
 use rustc_hash::FxHashMap;
 use std::ops::ControlFlow;
+use std::rc::Rc;
 
 /// Index of a message in `I+`.
 pub(crate) type MsgId = u32;
 /// Index of a local state in its node's list.
 pub(crate) type StateId = u32;
+/// Index of a predecessor pointer in its node's list.
+pub(crate) type PredId = u32;
+/// No pointer: where every state's chain of pointers into it ends (at once for a start state).
+const NO_PRED: PredId = PredId::MAX;
+/// Index of a table of sendings in its node's [`SentTables`].
+type SentId = u32;
 
 /// A message of `I+`.
 pub(crate) struct Message<M> {
@@ -55,50 +67,178 @@ pub(crate) enum Step {
     Local(LocalAction),
 }
 
-/// A predecessor pointer: the state before, the event, what it produced and the choices made.
-pub(crate) struct Pred {
-    pub(crate) from: StateId,
-    pub(crate) step: Step,
-    pub(crate) produced: Box<[MsgId]>,
-    pub(crate) choices: Box<[usize]>,
+/// A stretch of one of a node's pools: where it starts and how long it is.
+#[derive(Clone, Copy, Default)]
+struct Span {
+    start: u32,
+    len: u32,
 }
 
-/// A forward pointer, and one event of a node's sequence: the state it leads to and which of
-/// that state's predecessor pointers it is.
+impl Span {
+    /// Appends `items` to `pool` and returns where they are. (A pool of 2^32 items would
+    /// follow hundreds of millions of a node's states, beyond any memory.)
+    fn append<T: Copy>(pool: &mut Vec<T>, items: &[T]) -> Span {
+        let start = u32::try_from(pool.len()).expect("a pool of fewer than 2^32 items");
+        pool.extend_from_slice(items);
+        Span { start, len: items.len() as u32 }
+    }
+
+    /// The items of `pool` it names.
+    fn of<T>(self, pool: &[T]) -> &[T] {
+        &pool[self.start as usize..][..self.len as usize]
+    }
+}
+
+/// A predecessor pointer: the state before and after, the event, and where the messages it
+/// produced and the choices made are kept in the node's pools.
+pub(crate) struct Pred {
+    pub(crate) from: StateId,
+    pub(crate) to: StateId,
+    pub(crate) step: Step,
+    produced: Span,
+    choices: Span,
+    /// The pointer into the same state added before this one ([`NO_PRED`] for its first).
+    earlier: PredId,
+}
+
+/// A forward pointer, and one event of a node's sequence: the state it leads to and the
+/// predecessor pointer into it that it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct SeqEvent {
     pub(crate) to: StateId,
-    pub(crate) pred: u32,
+    pub(crate) pred: PredId,
 }
 
 /// A visited local state.
 pub(crate) struct LocalNode<P: Protocol> {
     pub(crate) local: LocalState<P>,
-    pub(crate) preds: Vec<Pred>,
+    /// The last predecessor pointer added into this state; the others are chained from it
+    /// ([`Pred::earlier`]).
+    last_pred: PredId,
     /// The predecessor pointers that leave this state, turned round, in the order of the
     /// state they lead to and then of its pointers.
     pub(crate) succs: Vec<SeqEvent>,
-    /// The messages consumed on the first path here, sorted.
-    history: Vec<MsgId>,
-    /// How often each message (by its first copy) was sent on the first path here, sorted.
-    sent: Vec<(MsgId, u32)>,
+    /// The messages consumed on the first path here, sorted: `history_len` items of the
+    /// node's histories from `history_at` (which, unlike the other pools, may outgrow `u32`).
+    history_at: usize,
+    history_len: u32,
+    /// How often each message was sent on the first path here.
+    sent: SentId,
     /// Local events on the first path here.
     local_events: u32,
     /// Events on the first path here.
     pub(crate) depth: u32,
 }
 
-/// One node's visited states.
+/// The distinct tables of sendings of a node's first paths: how often each message (by its
+/// first copy) was sent, sorted. Paths differ far less in what they sent than in what they
+/// received (about a thousand tables for a million states of two proposals), so a state
+/// names its table.
+struct SentTables {
+    tables: Vec<Rc<[(MsgId, u32)]>>,
+    index: FxHashMap<Rc<[(MsgId, u32)]>, SentId>,
+}
+
+impl SentTables {
+    /// Holding only the empty table, as [`SentId`] 0.
+    fn new() -> Self {
+        let mut tables = SentTables { tables: Vec::new(), index: FxHashMap::default() };
+        tables.intern(Vec::new());
+        tables
+    }
+
+    /// The number of `table`, added if new.
+    fn intern(&mut self, table: Vec<(MsgId, u32)>) -> SentId {
+        let table: Rc<[(MsgId, u32)]> = table.into();
+        let next = self.tables.len() as SentId;
+        let id = *self.index.entry(Rc::clone(&table)).or_insert(next);
+        if id == next {
+            self.tables.push(table);
+        }
+        id
+    }
+
+    /// Table `id`.
+    fn get(&self, id: SentId) -> &[(MsgId, u32)] {
+        &self.tables[id as usize]
+    }
+}
+
+/// One node's visited states, the predecessor pointers between them, and the pools these
+/// keep their lists in (one allocation each for the whole node, not one per state).
 pub(crate) struct NodeStates<P: Protocol> {
     pub(crate) states: Vec<LocalNode<P>>,
+    /// Every predecessor pointer, in the order added.
+    preds: Vec<Pred>,
     index: FxHashMap<u128, StateId>,
+    produced: Vec<MsgId>,
+    choices: Vec<usize>,
+    histories: Vec<MsgId>,
+    sent: SentTables,
     /// States whose local events have been tried.
     locals_done: usize,
     /// Predecessor pointers added to states visited before (merges).
     pub(crate) merges: u64,
-    /// Every predecessor pointer as (from, to), in the order added: what keeps a backward
-    /// closure over the growing graph current ([`super::reach::Closure`]).
-    pub(crate) edges: Vec<(StateId, StateId)>,
+}
+
+impl<P: Protocol> NodeStates<P> {
+    /// The predecessor pointer `pred`.
+    pub(crate) fn pred(&self, pred: PredId) -> &Pred {
+        &self.preds[pred as usize]
+    }
+
+    /// How many predecessor pointers there are; they are numbered in the order added.
+    pub(crate) fn pred_count(&self) -> usize {
+        self.preds.len()
+    }
+
+    /// The predecessor pointers into `state`, the last added first.
+    pub(crate) fn preds_into(&self, state: StateId) -> impl Iterator<Item = &Pred> {
+        let mut at = self.states[state as usize].last_pred;
+        std::iter::from_fn(move || {
+            let pred = self.preds.get(at as usize)?;
+            at = pred.earlier;
+            Some(pred)
+        })
+    }
+
+    /// The messages `pred`'s event produced, in order.
+    pub(crate) fn produced(&self, pred: &Pred) -> &[MsgId] {
+        pred.produced.of(&self.produced)
+    }
+
+    /// The choices `pred`'s handler was given.
+    pub(crate) fn choices(&self, pred: &Pred) -> &[usize] {
+        pred.choices.of(&self.choices)
+    }
+
+    /// The messages consumed on the first path to `state`, sorted.
+    fn history(&self, state: &LocalNode<P>) -> &[MsgId] {
+        &self.histories[state.history_at..][..state.history_len as usize]
+    }
+
+    /// How often `state`'s first path sent the message whose first copy is `first`.
+    fn sendings(&self, state: &LocalNode<P>, first: MsgId) -> Option<u32> {
+        let table = self.sent.get(state.sent);
+        table.binary_search_by_key(&first, |&(f, _)| f).ok().map(|at| table[at].1)
+    }
+
+    /// Adds a predecessor pointer into `to`; returns its number.
+    fn add_pred(
+        &mut self,
+        from: StateId,
+        to: StateId,
+        step: Step,
+        produced: &[MsgId],
+        choices: &[usize],
+    ) -> PredId {
+        let id = PredId::try_from(self.preds.len()).expect("a node has fewer than 2^32 pointers");
+        let produced = Span::append(&mut self.produced, produced);
+        let choices = Span::append(&mut self.choices, choices);
+        let earlier = std::mem::replace(&mut self.states[to as usize].last_pred, id);
+        self.preds.push(Pred { from, to, step, produced, choices, earlier });
+        id
+    }
 }
 
 /// Counts of local exploration.
@@ -149,14 +289,25 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 index.insert(local.hash(), 0);
                 let root = LocalNode {
                     local,
-                    preds: Vec::new(),
+                    last_pred: NO_PRED,
                     succs: Vec::new(),
-                    history: Vec::new(),
-                    sent: Vec::new(),
+                    history_at: 0,
+                    history_len: 0,
+                    sent: 0,
                     local_events: 0,
                     depth: 0,
                 };
-                NodeStates { states: vec![root], index, locals_done: 0, merges: 0, edges: Vec::new() }
+                NodeStates {
+                    states: vec![root],
+                    preds: Vec::new(),
+                    index,
+                    produced: Vec::new(),
+                    choices: Vec::new(),
+                    histories: Vec::new(),
+                    sent: SentTables::new(),
+                    locals_done: 0,
+                    merges: 0,
+                }
             })
             .collect();
         let mut space = LocalSpace {
@@ -260,11 +411,12 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             // it was in flight at the start).
             let to_itself = self.messages[m].envelope.from == to && m >= self.initial_messages.len();
             for s in start..end {
-                let state = &self.nodes[to.index()].states[s];
-                if state.history.binary_search(&(m as MsgId)).is_ok() {
+                let states = &self.nodes[to.index()];
+                let state = &states.states[s];
+                if states.history(state).binary_search(&(m as MsgId)).is_ok() {
                     continue;
                 }
-                if to_itself && state.sent.binary_search_by_key(&first, |&(f, _)| f).is_err() {
+                if to_itself && states.sendings(state, first).is_none() {
                     continue;
                 }
                 self.transition(to, s as StateId, Step::Deliver(m as MsgId), fresh)?;
@@ -339,11 +491,12 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let mut produced = Vec::with_capacity(outcome.sent.len());
         for envelope in outcome.sent {
             let hash = envelope.hash();
-            let source = &self.nodes[node.index()].states[from as usize];
-            let sendings = |first| {
-                source.sent.binary_search_by_key(&first, |&(f, _)| f).map_or(0, |at| source.sent[at].1)
-            };
-            let before = self.message_index.get(&(hash, 0)).map_or(0, |&first| sendings(first));
+            let states = &self.nodes[node.index()];
+            let source = &states.states[from as usize];
+            let before = self
+                .message_index
+                .get(&(hash, 0))
+                .map_or(0, |&first| states.sendings(source, first).unwrap_or(0));
             let earlier =
                 produced.iter().filter(|&&id| self.messages[id as usize].envelope.hash() == hash).count();
             produced.push(self.intern(envelope, before + earlier as u32));
@@ -352,16 +505,15 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             return ControlFlow::Continue(()); // a self-reference: not followed
         }
         let next_hash = outcome.next.hash();
-        let produced = produced.into_boxed_slice();
-        let pred = Pred { from, step, produced, choices: outcome.choices.into_boxed_slice() };
+        let choices = &outcome.choices[..];
         let states = &mut self.nodes[node.index()];
         if let Some(&existing) = states.index.get(&next_hash) {
-            let preds = &mut states.states[existing as usize].preds;
-            if !preds.iter().any(|p| p.from == pred.from && p.step == pred.step && p.choices == pred.choices)
-            {
-                let succ = SeqEvent { to: existing, pred: preds.len() as u32 };
-                preds.push(pred);
-                states.edges.push((from, existing));
+            let known = states
+                .preds_into(existing)
+                .any(|p| p.from == from && p.step == step && states.choices(p) == choices);
+            if !known {
+                let pred = states.add_pred(from, existing, step, &produced, choices);
+                let succ = SeqEvent { to: existing, pred };
                 let succs = &mut states.states[from as usize].succs;
                 let at = succs.binary_search(&succ).unwrap_err();
                 succs.insert(at, succ);
@@ -370,31 +522,44 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             return ControlFlow::Continue(());
         }
         let source = &states.states[from as usize];
-        // Room for what this step adds, so that the insertions do not reallocate.
-        let mut sent = Vec::with_capacity(source.sent.len() + pred.produced.len());
-        sent.extend_from_slice(&source.sent);
-        for &id in &*pred.produced {
-            bump(&mut sent, self.messages[id as usize].first);
-        }
-        let mut history = Vec::with_capacity(source.history.len() + 1);
-        history.extend_from_slice(&source.history);
-        if let Step::Deliver(m) = step {
-            let at = history.binary_search(&m).unwrap_err();
-            history.insert(at, m);
-        }
+        let sent = if produced.is_empty() {
+            source.sent
+        } else {
+            // Room for what this step adds, so that the insertions do not reallocate.
+            let before = states.sent.get(source.sent);
+            let mut sent = Vec::with_capacity(before.len() + produced.len());
+            sent.extend_from_slice(before);
+            for &id in &produced {
+                bump(&mut sent, self.messages[id as usize].first);
+            }
+            states.sent.intern(sent)
+        };
+        // The history is the source's, with the consumed message in its place.
+        let (at, len) = (source.history_at, source.history_len as usize);
+        let consumed = match step {
+            Step::Deliver(m) => Some(m),
+            Step::Local(_) => None,
+        };
+        let split = consumed.map_or(len, |m| states.history(source).binary_search(&m).unwrap_err());
+        let history_at = states.histories.len();
+        states.histories.extend_from_within(at..at + split);
+        states.histories.extend(consumed);
+        states.histories.extend_from_within(at + split..at + len);
+        let history_len = (len + usize::from(consumed.is_some())) as u32;
         let visited = LocalNode {
             local: outcome.next,
-            preds: vec![pred],
+            last_pred: NO_PRED,
             succs: Vec::new(),
-            history,
+            history_at,
+            history_len,
             sent,
             local_events: source.local_events + u32::from(matches!(step, Step::Local(_))),
             depth: source.depth + 1,
         };
         let id = states.states.len() as StateId;
-        states.edges.push((from, id));
-        states.states[from as usize].succs.push(SeqEvent { to: id, pred: 0 });
         states.states.push(visited);
+        let pred = states.add_pred(from, id, step, &produced, choices);
+        states.states[from as usize].succs.push(SeqEvent { to: id, pred });
         states.index.insert(next_hash, id);
         fresh(self, node, id)
     }

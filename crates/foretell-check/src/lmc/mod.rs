@@ -331,25 +331,26 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let mut steps: Vec<(Action, Vec<usize>)> = Vec::with_capacity(order.len());
         let mut parted = None;
         for &(node, event) in order {
-            let states = &space.nodes[node.index()].states;
-            let pred = &states[event.to as usize].preds[event.pred as usize];
+            let states = &space.nodes[node.index()];
+            let pred = states.pred(event.pred);
             let local_event = match pred.step {
                 Step::Deliver(m) => LocalEvent::Deliver(&space.messages[m as usize].envelope),
                 Step::Local(action) => action.event(),
             };
-            let global = sim.local_event(node, &states[pred.from as usize].local, local_event);
+            let global = sim.local_event(node, &states.states[pred.from as usize].local, local_event);
             let Some(action) = sim.find_action(&world, &global) else {
                 parted = Some("its event is not enabled in the world the steps before it reach".to_string());
                 break;
             };
-            let mut chooser = FixedChoices::new(&pred.choices);
+            let choices = states.choices(pred);
+            let mut chooser = FixedChoices::new(choices);
             let outcome = sim.step(&world, action, &mut chooser, false);
             if let Err(problem) = chooser.finish() {
                 parted = Some(format!("its handler chose differently: {problem}"));
                 break;
             }
             world = outcome.world;
-            steps.push((action, pred.choices.to_vec()));
+            steps.push((action, choices.to_vec()));
         }
         let mut trace = self.trace(&steps);
         // A violation the re-executed steps reach stands; otherwise the order parted.

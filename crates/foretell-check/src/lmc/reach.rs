@@ -16,20 +16,27 @@ use foretell_model::Protocol;
 
 /// A node's local graph, as far as closures need it.
 pub(crate) trait Graph {
-    /// Every predecessor pointer as (from, to), in the order added.
-    fn edges(&self) -> &[(StateId, StateId)];
+    /// How many predecessor pointers there are.
+    fn edge_count(&self) -> usize;
+    /// Predecessor pointer `index` (in the order added) as (from, to).
+    fn edge(&self, index: usize) -> (StateId, StateId);
     /// Calls `each` with the source of every pointer into `state`.
     fn sources(&self, state: StateId, each: impl FnMut(StateId));
 }
 
 impl<P: Protocol> Graph for NodeStates<P> {
-    fn edges(&self) -> &[(StateId, StateId)] {
-        &self.edges
+    fn edge_count(&self) -> usize {
+        self.pred_count()
+    }
+
+    fn edge(&self, index: usize) -> (StateId, StateId) {
+        let pred = self.pred(index as u32);
+        (pred.from, pred.to)
     }
 
     #[inline]
     fn sources(&self, state: StateId, each: impl FnMut(StateId)) {
-        self.states[state as usize].preds.iter().map(|pred| pred.from).for_each(each);
+        self.preds_into(state).map(|pred| pred.from).for_each(each);
     }
 }
 
@@ -41,7 +48,7 @@ pub(crate) struct Closure {
     reach: StateSet,
     /// How many of the targets (in the order they were added) are in.
     targets_in: usize,
-    /// How many of the graph's pointers ([`Graph::edges`]) have been looked at.
+    /// How many of the graph's pointers ([`Graph::edge`]) have been looked at.
     edges_in: usize,
 }
 
@@ -59,13 +66,13 @@ impl Closure {
         self.targets_in = targets.len();
         // A pointer added since, into a state in the closure, brings its source in. (A state
         // that comes in by a walk brings in all its pointers' sources, the new ones too.)
-        let edges = graph.edges();
-        for &(from, to) in &edges[self.edges_in..] {
+        let edges = graph.edge_count();
+        for (from, to) in (self.edges_in..edges).map(|index| graph.edge(index)) {
             if self.reach.contains(to) && self.reach.insert(from) {
                 stack.push(from);
             }
         }
-        self.edges_in = edges.len();
+        self.edges_in = edges;
         walk_back(graph, &mut self.reach, stack);
     }
 
@@ -105,8 +112,12 @@ mod tests {
     }
 
     impl Graph for Grown {
-        fn edges(&self) -> &[(StateId, StateId)] {
-            &self.edges
+        fn edge_count(&self) -> usize {
+            self.edges.len()
+        }
+
+        fn edge(&self, index: usize) -> (StateId, StateId) {
+            self.edges[index]
         }
 
         fn sources(&self, state: StateId, each: impl FnMut(StateId)) {

@@ -251,25 +251,27 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         while frame.node < positions.len() {
             let node = frame.node;
             let at = positions[node];
-            let succs = &self.space.nodes[node].states[at as usize].succs;
+            let states = &self.space.nodes[node];
+            let succs = &states.states[at as usize].succs;
             let reaching = self.reaching[node];
             while let Some(&event) = succs.get(frame.next) {
                 frame.next += 1;
                 if reaching.is_some_and(|reach| !reach.contains(event.to)) {
                     continue;
                 }
-                let pred = &self.space.nodes[node].states[event.to as usize].preds[event.pred as usize];
+                let pred = states.pred(event.pred);
                 let consumed = match pred.step {
                     Step::Deliver(m) if net.take(m) => Some(m),
                     Step::Deliver(_) => continue,
                     Step::Local(_) => None,
                 };
-                for &m in &*pred.produced {
+                let produced = states.produced(pred);
+                for &m in produced {
                     net.push(m);
                 }
                 positions[node] = event.to;
                 self.order.push((NodeId::new(node), event));
-                return Some(Taken { node, from: at, produced: pred.produced.len(), consumed });
+                return Some(Taken { node, from: at, produced: produced.len(), consumed });
             }
             frame.node += 1;
             frame.next = 0;
