@@ -8,7 +8,7 @@
 use foretell_check::{Check, Completion, LmcMode, LmcOptions, Report, Status};
 use foretell_model::{
     Budget, ChoiceOdometer, Driver, Faults, LocalEvent, LocalState, Model, ModelError, NetworkKind, NodeId,
-    Out, Projection, Protocol, Simulator, World,
+    Out, Projection, Protocol, Simulator, SystemState, World,
 };
 use serde::{Deserialize, Serialize};
 
@@ -68,11 +68,11 @@ fn lmc<P: Protocol>(model: &Model<P>, mode: LmcMode) -> Report {
     report
 }
 
-/// A world re-pointed at other local states ([`Simulator::rejoin`], what the general form checks
-/// each combination in) is the world joined from them: the same states, pending inputs and
-/// fingerprint, and back again.
+/// A system state re-pointed at other local states ([`SystemState::repoint`], what the general
+/// form checks each combination in) is the world joined from them: the same states, pending
+/// inputs and fingerprint, and back again.
 #[test]
-fn a_rejoined_world_is_the_joined_one() {
+fn a_repointed_system_state_is_the_joined_world() {
     let model = relay(NetworkKind::FifoChannels, false);
     let sim = Simulator::new(&model).unwrap();
     let mut start = None;
@@ -88,15 +88,16 @@ fn a_rejoined_world_is_the_joined_one() {
     let describe = |world: &World<Relay>| {
         (world.fingerprint(), world.states().cloned().collect::<Vec<_>>(), world.pending_input_count())
     };
-    let mut world = sim.join(start.iter());
-    let original = describe(&world);
+    let mut system = SystemState::new(&sim, start.iter());
+    let original = describe(system.world());
+    assert_eq!(original, describe(&sim.join(start.iter())));
     for locals in [[&proposed, &start[1]], [&proposed, &received], [&start[0], &received]] {
-        sim.rejoin(&mut world, locals.into_iter());
-        assert_eq!(describe(&world), describe(&sim.join(locals.into_iter())));
-        assert_ne!(describe(&world), original);
+        system.repoint(locals.into_iter());
+        assert_eq!(describe(system.world()), describe(&sim.join(locals.into_iter())));
+        assert_ne!(describe(system.world()), original);
     }
-    sim.rejoin(&mut world, start.iter());
-    assert_eq!(describe(&world), original);
+    system.repoint(start.iter());
+    assert_eq!(describe(system.world()), original);
 }
 
 /// Node 1 holding a message while node 0 has not sent it is a combination of local states

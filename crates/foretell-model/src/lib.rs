@@ -42,6 +42,7 @@ mod scenario;
 mod simulator;
 mod step_memo;
 mod symmetry;
+mod system_state;
 mod trace;
 mod trace_text;
 mod weights;
@@ -71,6 +72,7 @@ pub use simulator::{
     Unbuilt, ViolationKind,
 };
 pub use symmetry::{Permutation, Symmetry};
+pub use system_state::SystemState;
 pub use trace::{
     LassoFinding, LivenessFinding, NearestLive, NodeDiff, ReplayError, Replayed, SentMessage, SystemRef,
     Trace, TraceError, TraceInitial, TraceScenario, TraceStep, TraceVerdict, TRACE_FORMAT, TRACE_VERSION,

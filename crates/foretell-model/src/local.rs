@@ -7,7 +7,9 @@
 //! driver inputs not yet given. [`Simulator::local_step`] runs the same handler code the global
 //! engines run, through the same [`Out`](crate::Out), so a protocol is written once for both; it
 //! returns the next local state and the messages sent. [`Simulator::join`] builds a system state
-//! (a world with an empty network) from one local state per node, to check invariants on.
+//! (a world with an empty network) from one local state per node, to check invariants on;
+//! [`crate::SystemState`] is the same world re-pointed in place at combination after
+//! combination.
 //!
 //! What a local step cannot see: the network. A handler that reads its mailbox
 //! ([`Out::mailbox`](crate::Out::mailbox)) sees it empty (and its outcome says it looked), and
@@ -16,8 +18,8 @@
 
 use crate::network::{Network, NetworkView};
 use crate::simulator::{Call, EventOf, Simulator, StepViolation};
-use crate::world::{rest_term, FaultsUsed, NodeSlot};
-use crate::{catch_panic, Chooser, Envelope, Event, Fingerprint, FingerprintHasher, NodeId, Protocol, World};
+use crate::world::{FaultsUsed, NodeSlot};
+use crate::{catch_panic, Chooser, Envelope, Event, FingerprintHasher, NodeId, Protocol, World};
 use std::sync::Arc;
 
 /// One node's local state, apart from any world.
@@ -60,6 +62,16 @@ impl<P: Protocol> LocalState<P> {
     /// pending inputs.
     pub fn hash(&self) -> u128 {
         self.hash
+    }
+
+    /// The node's slot, which a system state of this local state holds.
+    pub(crate) fn slot(&self) -> &Arc<NodeSlot<P>> {
+        &self.slot
+    }
+
+    /// The node's one-shot inputs not yet given, as bits of the driver's list.
+    pub(crate) fn pending(&self) -> u64 {
+        self.pending
     }
 }
 
@@ -246,37 +258,5 @@ impl<P: Protocol> Simulator<'_, P> {
             fingerprint: Default::default(),
         }
         .sealed()
-    }
-
-    /// Makes `world` the system state of `locals` (one per node, in node order) in place: its
-    /// slots are pointed at theirs and its fingerprint adjusted for the slots that changed, while
-    /// its network and faults stay. Checking many combinations of local states, one world
-    /// re-pointed costs a fraction of one built per combination ([`Simulator::join`]), whose
-    /// allocations and hashing were most of the work.
-    ///
-    /// # Panics
-    /// If `locals` does not hold one state per node.
-    pub fn rejoin<'l>(&self, world: &mut World<P>, locals: impl ExactSizeIterator<Item = &'l LocalState<P>>)
-    where
-        P: 'l,
-    {
-        assert_eq!(locals.len(), world.nodes.len(), "one local state per node");
-        let mut fingerprint = world.fingerprint.0;
-        let mut pending = 0;
-        for (slot, local) in world.nodes.iter_mut().zip(locals) {
-            pending |= local.pending;
-            if !Arc::ptr_eq(slot, &local.slot) {
-                fingerprint = fingerprint.wrapping_sub(slot.hash).wrapping_add(local.slot.hash);
-                *slot = Arc::clone(&local.slot);
-            }
-        }
-        if pending != world.pending {
-            fingerprint = fingerprint
-                .wrapping_sub(rest_term(world.pending, world.faults_used))
-                .wrapping_add(rest_term(pending, world.faults_used));
-            world.pending = pending;
-        }
-        world.fingerprint = Fingerprint(fingerprint);
-        debug_assert_eq!(world.fingerprint, world.clone().sealed().fingerprint, "the sum of the parts");
     }
 }

@@ -29,7 +29,7 @@
 
 use foretell_model::{
     ChoiceOdometer, Chooser, Envelope, LocalAction, LocalEvent, LocalState, NodeId, Protocol, Simulator,
-    StepViolation, World,
+    StepViolation, SystemState, World,
 };
 use rustc_hash::FxHashMap;
 use std::ops::ControlFlow;
@@ -362,22 +362,22 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     }
 
     /// The system state of `states` (one per node), in `reused`: built there the first time,
-    /// re-pointed at the states after ([`Simulator::rejoin`]), which costs a fraction of a
+    /// re-pointed at the states after ([`SystemState::repoint`]), which costs a fraction of a
     /// world built per combination.
     #[inline]
-    pub(crate) fn world_in<'w>(&self, reused: &'w mut Option<World<P>>, states: &[StateId]) -> &'w World<P> {
+    pub(crate) fn world_in<'a, 'w>(
+        &'a self,
+        reused: &'w mut Option<SystemState<'a, P>>,
+        states: &[StateId],
+    ) -> &'w World<P> {
+        let locals = states.iter().enumerate().map(|(n, &s)| &self.nodes[n].states[s as usize].local);
         match reused {
-            Some(world) => {
-                self.sim.rejoin(world, self.locals(states));
-                world
+            Some(system) => {
+                system.repoint(locals);
+                system.world()
             }
-            None => reused.insert(self.sim.join(self.locals(states))),
+            None => reused.insert(SystemState::new(self.sim, locals)).world(),
         }
-    }
-
-    /// The local states `states` (one per node) name.
-    fn locals<'a>(&'a self, states: &'a [StateId]) -> impl ExactSizeIterator<Item = &'a LocalState<P>> {
-        states.iter().enumerate().map(|(n, &s)| &self.nodes[n].states[s as usize].local)
     }
 
     /// Calls `fresh` on every start state, as on a newly visited one.
