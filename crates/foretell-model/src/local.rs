@@ -18,8 +18,8 @@
 
 use crate::network::{Network, NetworkView};
 use crate::simulator::{Call, EventOf, Simulator, StepViolation};
-use crate::world::{FaultsUsed, NodeSlot};
-use crate::{catch_panic, Chooser, Envelope, Event, FingerprintHasher, NodeId, Protocol, World};
+use crate::world::NodeSlot;
+use crate::{catch_panic, Chooser, Envelope, Event, FingerprintHasher, NodeId, Protocol, SystemState, World};
 use std::sync::Arc;
 
 /// One node's local state, apart from any world.
@@ -234,7 +234,8 @@ impl<P: Protocol> Simulator<'_, P> {
     }
 
     /// The system state of `locals` (one per node, in node order): their slots, an empty network
-    /// and the inputs none of them has been given.
+    /// and the inputs none of them has been given, as a world of its own (the world of a
+    /// [`SystemState`], counted).
     ///
     /// # Panics
     /// If `locals` does not hold one state per node.
@@ -242,21 +243,6 @@ impl<P: Protocol> Simulator<'_, P> {
     where
         P: 'l,
     {
-        assert_eq!(locals.len(), self.model().node_count(), "one local state per node");
-        let mut pending = 0;
-        let nodes = locals
-            .map(|local| {
-                pending |= local.pending;
-                Arc::clone(&local.slot)
-            })
-            .collect();
-        World {
-            nodes,
-            network: Arc::new(Network::new(self.model().network_kind())),
-            pending,
-            faults_used: FaultsUsed::default(),
-            fingerprint: Default::default(),
-        }
-        .sealed()
+        SystemState::new(self, locals).world().clone()
     }
 }
