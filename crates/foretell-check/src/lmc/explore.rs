@@ -143,18 +143,19 @@ impl SentTables {
     /// Holding only the empty table, as [`SentId`] 0.
     fn new() -> Self {
         let mut tables = SentTables { tables: Vec::new(), index: FxHashMap::default() };
-        tables.intern(Vec::new());
+        tables.intern(&[]);
         tables
     }
 
     /// The number of `table`, added if new.
-    fn intern(&mut self, table: Vec<(MsgId, u32)>) -> SentId {
-        let table: Rc<[(MsgId, u32)]> = table.into();
-        let next = self.tables.len() as SentId;
-        let id = *self.index.entry(Rc::clone(&table)).or_insert(next);
-        if id == next {
-            self.tables.push(table);
+    fn intern(&mut self, table: &[(MsgId, u32)]) -> SentId {
+        if let Some(&id) = self.index.get(table) {
+            return id;
         }
+        let id = self.tables.len() as SentId;
+        let table: Rc<[(MsgId, u32)]> = table.into();
+        self.index.insert(Rc::clone(&table), id);
+        self.tables.push(table);
         id
     }
 
@@ -232,7 +233,10 @@ impl<P: Protocol> NodeStates<P> {
         produced: &[MsgId],
         choices: &[usize],
     ) -> PredId {
-        let id = PredId::try_from(self.preds.len()).expect("a node has fewer than 2^32 pointers");
+        let id = PredId::try_from(self.preds.len())
+            .ok()
+            .filter(|&id| id != NO_PRED)
+            .expect("a node has fewer than 2^32 - 1 pointers");
         let produced = Span::append(&mut self.produced, produced);
         let choices = Span::append(&mut self.choices, choices);
         let earlier = std::mem::replace(&mut self.states[to as usize].last_pred, id);
@@ -269,7 +273,10 @@ pub(crate) struct LocalSpace<'s, 'm, P: Protocol> {
     /// The first node whose handler looked at the network, which local steps show empty: the
     /// exploration stops there, since what it finds would stand for no real run.
     pub(crate) network_reader: Option<NodeId>,
+    /// Reused by every step: the local events enabled, and the table of sendings of a new
+    /// state, which is interned only if no state had it before.
     actions: Vec<LocalAction>,
+    sendings: Vec<(MsgId, u32)>,
 }
 
 impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
@@ -323,6 +330,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             discarded_example: None,
             network_reader: None,
             actions: Vec::new(),
+            sendings: Vec::new(),
         };
         let mut copies: Vec<(u128, u32)> = Vec::new();
         for envelope in in_flight {
@@ -525,14 +533,13 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let sent = if produced.is_empty() {
             source.sent
         } else {
-            // Room for what this step adds, so that the insertions do not reallocate.
-            let before = states.sent.get(source.sent);
-            let mut sent = Vec::with_capacity(before.len() + produced.len());
-            sent.extend_from_slice(before);
+            let sendings = &mut self.sendings;
+            sendings.clear();
+            sendings.extend_from_slice(states.sent.get(source.sent));
             for &id in &produced {
-                bump(&mut sent, self.messages[id as usize].first);
+                bump(sendings, self.messages[id as usize].first);
             }
-            states.sent.intern(sent)
+            states.sent.intern(sendings)
         };
         // The history is the source's, with the consumed message in its place.
         let (at, len) = (source.history_at, source.history_len as usize);
