@@ -99,6 +99,8 @@ pub(crate) struct Pred {
     choices: Span,
     /// The pointer into the same state added before this one ([`NO_PRED`] for its first).
     earlier: PredId,
+    /// The pointer out of the same state added after this one ([`NO_PRED`] for its last).
+    later_out: PredId,
 }
 
 /// A forward pointer, and one event of a node's sequence: the state it leads to and the
@@ -115,9 +117,10 @@ pub(crate) struct LocalNode<P: Protocol> {
     /// The last predecessor pointer added into this state; the others are chained from it
     /// ([`Pred::earlier`]).
     last_pred: PredId,
-    /// The predecessor pointers that leave this state, turned round, in the order of the
-    /// state they lead to and then of its pointers.
-    pub(crate) succs: Vec<SeqEvent>,
+    /// The first and last predecessor pointers added out of this state, turned round: its
+    /// forward pointers, chained in the order added ([`Pred::later_out`]).
+    first_out: PredId,
+    last_out: PredId,
     /// The messages consumed on the first path here, sorted: `history_len` items of the
     /// node's histories from `history_at` (which, unlike the other pools, may outgrow `u32`).
     history_at: usize,
@@ -203,6 +206,16 @@ impl<P: Protocol> NodeStates<P> {
         })
     }
 
+    /// The forward pointer out of `state` that follows `after` (the first for `None`), in the
+    /// order added: one event of a sequence through `state`.
+    pub(crate) fn next_out(&self, state: StateId, after: Option<PredId>) -> Option<SeqEvent> {
+        let pred = match after {
+            None => self.states[state as usize].first_out,
+            Some(after) => self.preds[after as usize].later_out,
+        };
+        self.preds.get(pred as usize).map(|p| SeqEvent { to: p.to, pred })
+    }
+
     /// The messages `pred`'s event produced, in order.
     pub(crate) fn produced(&self, pred: &Pred) -> &[MsgId] {
         pred.produced.of(&self.produced)
@@ -224,7 +237,7 @@ impl<P: Protocol> NodeStates<P> {
         table.binary_search_by_key(&first, |&(f, _)| f).ok().map(|at| table[at].1)
     }
 
-    /// Adds a predecessor pointer into `to`; returns its number.
+    /// Adds a predecessor pointer from `from` into `to`; returns its number.
     fn add_pred(
         &mut self,
         from: StateId,
@@ -240,7 +253,12 @@ impl<P: Protocol> NodeStates<P> {
         let produced = Span::append(&mut self.produced, produced);
         let choices = Span::append(&mut self.choices, choices);
         let earlier = std::mem::replace(&mut self.states[to as usize].last_pred, id);
-        self.preds.push(Pred { from, to, step, produced, choices, earlier });
+        self.preds.push(Pred { from, to, step, produced, choices, earlier, later_out: NO_PRED });
+        let source = &mut self.states[from as usize];
+        match std::mem::replace(&mut source.last_out, id) {
+            NO_PRED => source.first_out = id,
+            before => self.preds[before as usize].later_out = id,
+        }
         id
     }
 }
@@ -297,7 +315,8 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 let root = LocalNode {
                     local,
                     last_pred: NO_PRED,
-                    succs: Vec::new(),
+                    first_out: NO_PRED,
+                    last_out: NO_PRED,
                     history_at: 0,
                     history_len: 0,
                     sent: 0,
@@ -520,11 +539,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 .preds_into(existing)
                 .any(|p| p.from == from && p.step == step && states.choices(p) == choices);
             if !known {
-                let pred = states.add_pred(from, existing, step, &produced, choices);
-                let succ = SeqEvent { to: existing, pred };
-                let succs = &mut states.states[from as usize].succs;
-                let at = succs.binary_search(&succ).unwrap_err();
-                succs.insert(at, succ);
+                states.add_pred(from, existing, step, &produced, choices);
                 states.merges += 1;
             }
             return ControlFlow::Continue(());
@@ -556,7 +571,8 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let visited = LocalNode {
             local: outcome.next,
             last_pred: NO_PRED,
-            succs: Vec::new(),
+            first_out: NO_PRED,
+            last_out: NO_PRED,
             history_at,
             history_len,
             sent,
@@ -565,8 +581,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         };
         let id = states.states.len() as StateId;
         states.states.push(visited);
-        let pred = states.add_pred(from, id, step, &produced, choices);
-        states.states[from as usize].succs.push(SeqEvent { to: id, pred });
+        states.add_pred(from, id, step, &produced, choices);
         states.index.insert(next_hash, id);
         fresh(self, node, id)
     }

@@ -19,7 +19,7 @@
 //! grows exponentially with depth — the cost the paper names as LMC's bottleneck (section 5.3).
 //!
 //! A search costs what it examines, not the size of the space: local exploration keeps each
-//! state's forward pointers ([`super::explore::LocalNode::succs`]), a node's place comes with
+//! state's forward pointers ([`super::explore::NodeStates::next_out`]), a node's place comes with
 //! the states that can reach its targets, kept current from one verification to the next
 //! rather than walked afresh ([`super::reach`]), and the [`Verifier`] keeps each message's
 //! queue from one verification to the next. A position's memo key mixes raw numbers rather than a canonical encoding, since it
@@ -31,7 +31,7 @@
 
 use super::combine::Place;
 pub(crate) use super::explore::SeqEvent;
-use super::explore::{LocalSpace, MsgId, StateId, Step};
+use super::explore::{LocalSpace, MsgId, PredId, StateId, Step};
 use super::in_flight::{step, InFlight, SEED};
 use super::state_set::StateSet;
 use super::Stopper;
@@ -163,10 +163,10 @@ enum Entered {
 /// A position on the search's path: which of its events comes next, and how to take back the
 /// one being explored below it.
 struct Frame {
-    /// The node whose events are being tried, and the next of them (an index into the forward
-    /// pointers of the node's state).
+    /// The node whose events are being tried, and the last of them tried (a forward pointer
+    /// of the node's state; `None` before the first).
     node: usize,
-    next: usize,
+    tried: Option<PredId>,
     taken: Option<Taken>,
 }
 
@@ -219,7 +219,7 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
 
     /// A position's frame, before its first event.
     fn frame(&self) -> Frame {
-        Frame { node: 0, next: 0, taken: None }
+        Frame { node: 0, tried: None, taken: None }
     }
 
     /// Counts a position reached, and says whether to explore it.
@@ -252,10 +252,9 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
             let node = frame.node;
             let at = positions[node];
             let states = &self.space.nodes[node];
-            let succs = &states.states[at as usize].succs;
             let reaching = self.reaching[node];
-            while let Some(&event) = succs.get(frame.next) {
-                frame.next += 1;
+            while let Some(event) = states.next_out(at, frame.tried) {
+                frame.tried = Some(event.pred);
                 if reaching.is_some_and(|reach| !reach.contains(event.to)) {
                     continue;
                 }
@@ -274,7 +273,7 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
                 return Some(Taken { node, from: at, produced: produced.len(), consumed });
             }
             frame.node += 1;
-            frame.next = 0;
+            frame.tried = None;
         }
         None
     }
