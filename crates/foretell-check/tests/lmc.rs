@@ -83,8 +83,8 @@ fn a_repointed_system_state_is_the_joined_world() {
     };
     // Node 0 gives its input (and sends A and B); node 1 receives A.
     let proposed = step(0, &start[0], LocalEvent::Input(0));
-    let received = step(1, &start[1], LocalEvent::Deliver(&proposed.sent[0])).next;
-    let proposed = proposed.next;
+    let received = step(1, &start[1], LocalEvent::Deliver(&proposed.sent[0])).next.into_local(&start[1]);
+    let proposed = proposed.next.into_local(&start[0]);
     let describe = |world: &World<Relay>| {
         (world.fingerprint(), world.states().cloned().collect::<Vec<_>>(), world.pending_input_count())
     };

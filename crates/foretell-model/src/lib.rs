@@ -56,7 +56,7 @@ pub use event::{Action, Event};
 pub use fingerprint::{Fingerprint, FingerprintHasher};
 pub use ignored::Ignored;
 pub use json_view::json_view;
-pub use local::{LocalAction, LocalEvent, LocalOutcome, LocalState};
+pub use local::{LocalAction, LocalEvent, LocalOutcome, LocalState, NextLocal};
 pub use model::{Budget, Driver, Faults, Model, ModelError};
 pub use monitor::{DynMonitor, Monitor, MonitorState, Observation, Temperature};
 pub use network::{Envelope, ErrorOrder, NetworkKind};

@@ -6,7 +6,8 @@
 //! A [`LocalState`] is a node's slot (protocol state, timers, clock) and the node's own one-shot
 //! driver inputs not yet given. [`Simulator::local_step`] runs the same handler code the global
 //! engines run, through the same [`Out`](crate::Out), so a protocol is written once for both; it
-//! returns the next local state and the messages sent. [`Simulator::join`] builds a system state
+//! returns the next local state (hashed, and made a shared [`LocalState`] only if the caller
+//! keeps it) and the messages sent. [`Simulator::join`] builds a system state
 //! (a world with an empty network) from one local state per node, to check invariants on;
 //! [`crate::SystemState`] is the same world re-pointed in place at combination after
 //! combination.
@@ -44,7 +45,7 @@ impl<P: Protocol> std::fmt::Debug for LocalState<P> {
 
 impl<P: Protocol> LocalState<P> {
     fn new(slot: Arc<NodeSlot<P>>, pending: u64) -> Self {
-        let hash = FingerprintHasher::mix(pending, slot.hash);
+        let hash = local_hash(&slot, pending);
         LocalState { slot, pending, hash }
     }
 
@@ -73,6 +74,11 @@ impl<P: Protocol> LocalState<P> {
     pub(crate) fn pending(&self) -> u64 {
         self.pending
     }
+}
+
+/// The hash of a local state of `slot` with `pending` inputs.
+fn local_hash<P: Protocol>(slot: &NodeSlot<P>, pending: u64) -> u128 {
+    FingerprintHasher::mix(pending, slot.hash)
 }
 
 /// An event a node handles on its own.
@@ -110,10 +116,34 @@ impl LocalAction {
     }
 }
 
+/// The local state a step led to, hashed but not yet shared: a [`LocalState`] is made of it
+/// ([`NextLocal::into_local`]) only when it is kept, so a step that only finds a known state
+/// again allocates nothing for it.
+pub struct NextLocal<P: Protocol> {
+    /// `None` when the step left the state as it was.
+    changed: Option<(NodeSlot<P>, u64)>,
+    hash: u128,
+}
+
+impl<P: Protocol> NextLocal<P> {
+    /// The hash the local state will have ([`LocalState::hash`]).
+    pub fn hash(&self) -> u128 {
+        self.hash
+    }
+
+    /// The local state, given the one the step ran on (`source`, kept when nothing changed).
+    pub fn into_local(self, source: &LocalState<P>) -> LocalState<P> {
+        match self.changed {
+            Some((slot, pending)) => LocalState { slot: Arc::new(slot), pending, hash: self.hash },
+            None => source.clone(),
+        }
+    }
+}
+
 /// What a local step did.
 pub struct LocalOutcome<P: Protocol> {
     /// The next local state (the same as before when nothing changed).
-    pub next: LocalState<P>,
+    pub next: NextLocal<P>,
     /// The messages the handler sent, in order.
     pub sent: Vec<Envelope<P::Msg>>,
     /// The choice values the handler was given.
@@ -219,16 +249,18 @@ impl<P: Protocol> Simulator<'_, P> {
         let disabled = out.disabled && result.is_ok();
         let read_network = out.read_network.get();
         drop(out);
+        let unchanged = NextLocal { changed: None, hash: local.hash };
         if disabled {
-            return LocalOutcome { next: local.clone(), sent: Vec::new(), choices, violation, read_network };
+            return LocalOutcome { next: unchanged, sent: Vec::new(), choices, violation, read_network };
         }
         let sent = sends.into_iter().map(|(to, msg)| Envelope::new(node, to, msg)).collect();
         let changed =
             pending != local.pending || clock != slot.clock || timers != slot.timers || state != slot.state;
         let next = if changed {
-            LocalState::new(Arc::new(NodeSlot::new(node.index(), state, timers, clock)), pending)
+            let slot = NodeSlot::new(node.index(), state, timers, clock);
+            NextLocal { hash: local_hash(&slot, pending), changed: Some((slot, pending)) }
         } else {
-            local.clone()
+            unchanged
         };
         LocalOutcome { next, sent, choices, violation, read_network }
     }

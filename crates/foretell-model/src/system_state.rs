@@ -146,6 +146,7 @@ mod tests {
                 &mut ChoiceOdometer::new(),
             )
             .next
+            .into_local(local)
         };
         starts
             .into_iter()

@@ -512,7 +512,8 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             self.discarded_example.get_or_insert(violation);
             return ControlFlow::Continue(());
         }
-        let unchanged = outcome.next.hash() == source.local.hash();
+        let next_hash = outcome.next.hash();
+        let unchanged = next_hash == source.local.hash();
         // A message's copy number counts its sendings on the source's first path and earlier
         // in this step.
         let mut produced = Vec::with_capacity(outcome.sent.len());
@@ -531,7 +532,6 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         if unchanged {
             return ControlFlow::Continue(()); // a self-reference: not followed
         }
-        let next_hash = outcome.next.hash();
         let choices = &outcome.choices[..];
         let states = &mut self.nodes[node.index()];
         if let Some(&existing) = states.index.get(&next_hash) {
@@ -569,7 +569,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         states.histories.extend_from_within(at + split..at + len);
         let history_len = (len + usize::from(consumed.is_some())) as u32;
         let visited = LocalNode {
-            local: outcome.next,
+            local: outcome.next.into_local(&source.local),
             last_pred: NO_PRED,
             first_out: NO_PRED,
             last_out: NO_PRED,
