@@ -55,7 +55,7 @@ pub use liveness::{
     LivenessReport, LivenessSink, LivenessStats, LivenessVerdict, Prefix,
 };
 pub use lmc::{LmcMode, LmcOptions, LmcStats};
-pub use memory::{over_budget, peak_resident_bytes, prepare_peak};
+pub use memory::{default_budget, over_budget, peak_resident_bytes, prepare_peak};
 pub use options::{
     parse_bytes, CheckOptions, EngineKind, FingerprintBits, Interrupt, Memory, Progress, ProgressSink,
     Pruning,

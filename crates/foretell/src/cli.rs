@@ -112,7 +112,8 @@ pub struct CheckArgs {
     #[arg(long, default_value = "exact", value_name = "MODE", value_parser = parse_memory)]
     pub memory: Memory,
     /// Stop cleanly with a partial report when the process's resident memory reaches SIZE
-    /// (e.g. 2G).
+    /// (e.g. 2G). Default: nine tenths of the memory available when the run starts (or of the
+    /// container's limit, if lower).
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
     pub max_memory: Option<u64>,
     /// Start from a named scenario of the system (see `foretell list`), or from the world a

@@ -88,7 +88,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
         fingerprint_bits: args.fingerprint_bits,
         threads: usize::from(args.threads),
         memory: args.memory,
-        memory_max: args.max_memory,
+        memory_max: args.max_memory.or_else(foretell_check::default_budget),
         interrupt: Some(interrupt),
         progress: Some(Arc::new(move |p: &Progress| show_progress(&sink_bar, p))),
         ..CheckOptions::default()

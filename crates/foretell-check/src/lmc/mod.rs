@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use soundness::{SeqEvent, SoundnessCounts};
 use std::cell::{Cell, RefCell};
 use std::ops::ControlFlow;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use verdicts::{Context, Verdicts};
 
 /// What local model checking is asked to do.
@@ -164,7 +164,6 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
         stopper: Stopper {
             limits: Stop::new(started, options.timeout, options.interrupt.clone()),
             memory_max: options.memory_max,
-            memory_polled: Cell::new(started),
             calls: Cell::new(0),
             stop: Cell::new(None),
             refusal: RefCell::new(None),
@@ -438,14 +437,12 @@ pub(crate) fn is_false<P: Protocol>(property: &Property<P>, world: &World<P>, st
 }
 
 /// Stops a run at its time budget, at its memory budget or when it is interrupted: asked often,
-/// it looks at the clock once in a while, and at the process's memory at most every
-/// [`MEMORY_POLL`].
+/// it looks at the clock and the process's memory (a recent reading, [`crate::over_budget`])
+/// once in a while.
 pub(crate) struct Stopper {
     /// The time budget and the interrupt, as every engine asks them.
     limits: Stop,
     memory_max: Option<u64>,
-    /// When the process's memory was last read.
-    memory_polled: Cell<Instant>,
     calls: Cell<u32>,
     stop: Cell<Option<Completion>>,
     /// Why the model turned out to be one this engine cannot check, found during the run.
@@ -472,27 +469,12 @@ impl Stopper {
         }
         if let Some(reason) = self.limits.poll() {
             self.stop.set(Some(reason));
-        } else if self.memory_reached() {
+        } else if crate::over_budget(self.memory_max) {
             self.stop.set(Some(Completion::MemoryBound));
         }
         self.stop.get().is_some()
     }
-
-    /// Whether the process has reached its memory budget, read if [`MEMORY_POLL`] has passed
-    /// since the last reading (a reading costs microseconds; the stopper is asked millions of
-    /// times a second while system states are built).
-    fn memory_reached(&self) -> bool {
-        let now = Instant::now();
-        if self.memory_max.is_none() || now.duration_since(self.memory_polled.get()) < MEMORY_POLL {
-            return false;
-        }
-        self.memory_polled.set(now);
-        crate::over_budget(self.memory_max)
-    }
 }
-
-/// How often a run with a memory budget reads the process's memory.
-const MEMORY_POLL: Duration = Duration::from_millis(5);
 
 impl std::fmt::Display for LmcStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
