@@ -68,7 +68,8 @@ impl Reading {
 /// a search that would exhaust it stops with its report rather than being killed without one.
 /// `None` where the platform does not say.
 pub fn default_budget() -> Option<u64> {
-    let machine = available_bytes().map(|free| free + resident_bytes().unwrap_or(0)).or_else(physical_bytes);
+    let machine =
+        available_bytes().map(|available| available + resident_bytes().unwrap_or(0)).or_else(physical_bytes);
     let usable = match (machine, container_limit()) {
         (Some(machine), Some(limit)) => machine.min(limit),
         (machine, limit) => machine.or(limit)?,

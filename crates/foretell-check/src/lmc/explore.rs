@@ -105,7 +105,7 @@ pub(crate) struct Pred {
 
 /// A forward pointer, and one event of a node's sequence: the state it leads to and the
 /// predecessor pointer into it that it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SeqEvent {
     pub(crate) to: StateId,
     pub(crate) pred: PredId,
