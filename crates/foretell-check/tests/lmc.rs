@@ -2,15 +2,17 @@
 //! rejected by soundness verification (under each network discipline), sound ones are
 //! reported with a trace the simulator replays, local assertions discard states, models the
 //! engine cannot check are refused with a reason, a violation soundness verification could not
-//! decide is reported as undecided, never as holding, and a system state re-pointed at other
-//! local states is the one joined from them.
+//! decide is reported as undecided, never as holding, a system state re-pointed at other
+//! local states is the one joined from them, and a run stops when told to even while no new
+//! local state comes.
 
-use foretell_check::{Check, Completion, LmcMode, LmcOptions, Report, Status};
+use foretell_check::{Check, Completion, Interrupt, LmcMode, LmcOptions, Report, Status};
 use foretell_model::{
     Budget, ChoiceOdometer, Driver, Faults, LocalEvent, LocalState, Model, ModelError, NetworkKind, NodeId,
     Out, Projection, Protocol, Simulator, SystemState, World,
 };
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Node 0, on its input, sends `A` then `B` to node 1, which records what it received, in
 /// order. With `strict`, node 1 asserts that `B` comes after `A`.
@@ -376,4 +378,53 @@ fn a_violation_left_undecided_is_not_reported_as_holding() {
         report.assert_holds("flag down");
     });
     assert!(holds.is_err(), "assert_holds accepted an undecided property");
+}
+
+/// Node 0, on its input, sends node 1 `FLOOD` different numbers, which node 1 ignores; node 1's
+/// `RAISE_AT`-th message raises `interrupt`. After node 0's input, no event visits a new state.
+struct Flood {
+    handled: AtomicU32,
+    interrupt: Interrupt,
+}
+
+const FLOOD: u32 = 20_000;
+const RAISE_AT: u32 = 100;
+
+impl Protocol for Flood {
+    type State = bool;
+    type Msg = u32;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> bool {
+        false
+    }
+
+    fn on_input(&self, _: NodeId, sent: &mut bool, _: &(), out: &mut Out<'_, Self>) {
+        *sent = true;
+        (0..FLOOD).for_each(|n| out.send(NodeId(1), n));
+    }
+
+    fn on_message(&self, _: NodeId, _: &mut bool, _: NodeId, _: &u32, _: &mut Out<'_, Self>) {
+        if self.handled.fetch_add(1, Ordering::Relaxed) + 1 == RAISE_AT {
+            self.interrupt.raise();
+        }
+    }
+}
+
+/// A run stops when told to even where no new local state comes for a long time: the flood's
+/// deliveries all leave node 1 as it was, and the run, interrupted at the 100th, ends within a
+/// few hundred more of the 20,000 (the stop is polled every 256 events), not after all of them.
+#[test]
+fn a_run_stops_between_new_states() {
+    let interrupt = Interrupt::new();
+    let model = Model::new(Flood { handled: AtomicU32::new(0), interrupt: interrupt.clone() })
+        .nodes(2)
+        .driver(Driver::new().input(NodeId(0), ()))
+        .always("true", |_| true);
+    let report = Check::lmc(&model).interrupt(interrupt).run();
+    println!("{report}");
+    assert_eq!(report.completion, Completion::Interrupted, "{report}");
+    let handled = model.protocol().handled.load(Ordering::Relaxed);
+    assert!((RAISE_AT..RAISE_AT + 1_000).contains(&handled), "{handled} deliveries: {report}");
 }

@@ -27,6 +27,7 @@
 //! same path gets a copy number; copies beyond the duplicate limit stay out of `I+` (they still
 //! count in soundness verification, where a FIFO channel must hold them).
 
+use super::Stopper;
 use foretell_model::{
     ChoiceOdometer, Chooser, Envelope, LocalAction, LocalEvent, LocalState, NodeId, Protocol, Simulator,
     StepViolation, SystemState, World,
@@ -420,9 +421,11 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
 
     /// One round: every message on the states it has not met, every local event on the states
     /// added since the last round. `fresh` is called on each newly visited state and may stop
-    /// the run. Returns whether anything new was visited or produced.
+    /// the run; `stopper` is asked before every event, since a stretch of a round may visit no
+    /// new state for a long time. Returns whether anything new was visited or produced.
     pub(crate) fn round(
         &mut self,
+        stopper: &Stopper,
         fresh: &mut impl FnMut(&Self, NodeId, StateId) -> ControlFlow<()>,
     ) -> ControlFlow<(), bool> {
         let (states_before, messages_before) = (self.state_count(), self.messages.len());
@@ -446,7 +449,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 if to_itself && states.sendings(state, first).is_none() {
                     continue;
                 }
-                self.transition(to, s as StateId, Step::Deliver(m as MsgId), fresh)?;
+                self.transition(to, s as StateId, Step::Deliver(m as MsgId), stopper, fresh)?;
             }
         }
         for node in NodeId::all(self.nodes.len()) {
@@ -463,7 +466,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                     continue;
                 }
                 for action in std::mem::take(&mut self.actions) {
-                    self.transition(node, s as StateId, Step::Local(action), fresh)?;
+                    self.transition(node, s as StateId, Step::Local(action), stopper, fresh)?;
                 }
             }
         }
@@ -476,8 +479,12 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         node: NodeId,
         from: StateId,
         step: Step,
+        stopper: &Stopper,
         fresh: &mut impl FnMut(&Self, NodeId, StateId) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
+        if stopper.stopped() {
+            return ControlFlow::Break(());
+        }
         let mut odometer = ChoiceOdometer::new();
         loop {
             self.transition_with(node, from, step, &mut odometer, fresh)?;
@@ -535,13 +542,11 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let choices = &outcome.choices[..];
         let states = &mut self.nodes[node.index()];
         if let Some(&existing) = states.index.get(&next_hash) {
-            let known = states
-                .preds_into(existing)
-                .any(|p| p.from == from && p.step == step && states.choices(p) == choices);
-            if !known {
-                states.add_pred(from, existing, step, &produced, choices);
-                states.merges += 1;
-            }
+            // A state meets each event, with each choice vector, once (messages remember how
+            // far they were applied, states how far their local events were), so the pointer
+            // is new: no need to look through the state's others.
+            states.add_pred(from, existing, step, &produced, choices);
+            states.merges += 1;
             return ControlFlow::Continue(());
         }
         let source = &states.states[from as usize];

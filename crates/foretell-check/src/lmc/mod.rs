@@ -260,7 +260,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let mut flow = space.visit_roots(&mut fresh);
         let mut merges = space.merges();
         while flow.is_continue() {
-            match space.round(&mut fresh) {
+            match space.round(stopper, &mut fresh) {
                 ControlFlow::Break(()) => flow = ControlFlow::Break(()),
                 ControlFlow::Continue(progress) => {
                     // The round's preliminary violations are verified, and the earlier ones
