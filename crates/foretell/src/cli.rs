@@ -96,8 +96,8 @@ pub struct CheckArgs {
     /// others), so a run may pass it by the worlds a batch finds.
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
-    /// Stop after SECS seconds.
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    /// Stop after TIME: seconds, or with a unit (500ms, 90s, 2m, 1h).
+    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
     /// Fingerprint bits kept per visited world: 64 (half the memory) or 128.
     #[arg(long, default_value = "64", value_parser = parse_bits)]
@@ -200,8 +200,8 @@ pub struct LivenessArgs {
     /// Look for liveness violations only: do not check `always` properties on the way.
     #[arg(long)]
     pub ignore_safety: bool,
-    /// Stop after SECS seconds.
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    /// Stop after TIME: seconds, or with a unit (500ms, 90s, 2m, 1h).
+    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
     /// Where to write the trace (default: SYSTEM[-BUG].liveness.json).
     #[arg(long, value_name = "FILE")]
@@ -259,8 +259,8 @@ pub struct LassoArgs {
     /// (FILE.json[:STEPS]).
     #[arg(long, value_name = "SCENARIO|FILE[:STEPS]")]
     pub from: Option<String>,
-    /// Stop after SECS seconds (with a partial report).
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    /// Stop after TIME (with a partial report): seconds, or with a unit (500ms, 90s, 2m, 1h).
+    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
     /// Where to write the finding's trace (default: SYSTEM[-BUG].lasso.json).
     #[arg(long, value_name = "FILE")]
@@ -327,14 +327,26 @@ fn parse_assignment(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A positive, finite number of seconds (fractions allowed) that a `Duration` can hold.
+/// A positive, finite time a `Duration` can hold: a number of seconds (fractions allowed), or a
+/// number with a unit, `ms`, `s`, `m` or `h` (`90`, `1.5s`, `500ms`, `2m`, `1h`).
 pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
-    let refuse = || format!("expected a positive number of seconds, got {text:?}");
-    let secs: f64 = text.parse().map_err(|_| refuse())?;
+    let refuse = || {
+        format!(
+            "expected a positive number of seconds, or one with a unit (500ms, 90s, 2m, 1h), got {text:?}"
+        )
+    };
+    // `ms` before `m` and `s`, which end it too.
+    let units = [("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
+    let (number, scale) = units
+        .iter()
+        .find_map(|&(unit, scale)| Some((text.strip_suffix(unit)?, scale)))
+        .unwrap_or((text, 1.0));
+    let number: f64 = number.trim_end().parse().map_err(|_| refuse())?;
+    let secs = number * scale;
     if secs.is_nan() || secs <= 0.0 {
         return Err(refuse());
     }
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("{text} seconds is longer than a timeout can be"))
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{text} is longer than a timeout can be"))
 }
 
 fn parse_bits(text: &str) -> Result<FingerprintBits, String> {
@@ -358,5 +370,33 @@ fn parse_lmc_mode(text: &str) -> Result<LmcMode, String> {
         "general" => Ok(LmcMode::General),
         "projected" => Ok(LmcMode::Projected),
         _ => Err(format!("unknown mode {text:?} (expected general or projected)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_seconds;
+    use std::time::Duration;
+
+    #[test]
+    fn a_time_is_seconds_or_a_number_with_a_unit() {
+        for (text, secs) in [
+            ("90", 90.0),
+            ("0.25", 0.25),
+            ("1.5s", 1.5),
+            ("500ms", 0.5),
+            ("2m", 120.0),
+            ("1h", 3600.0),
+            ("3 s", 3.0),
+        ] {
+            assert_eq!(parse_seconds(text), Ok(Duration::from_secs_f64(secs)), "{text}");
+        }
+        for text in ["0", "0ms", "-1s", "NaN", "s", "ms", "", "5x", "5 minutes", "m5"] {
+            let error = parse_seconds(text).expect_err(text);
+            assert!(error.contains("positive number of seconds"), "{text}: {error}");
+        }
+        for text in ["1e30h", "inf"] {
+            assert!(parse_seconds(text).expect_err(text).contains("longer than a timeout can be"), "{text}");
+        }
     }
 }

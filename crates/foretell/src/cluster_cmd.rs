@@ -63,8 +63,8 @@ pub struct ClusterArgs {
     /// The first port when there is no --hostfile.
     #[arg(long, default_value_t = 2101)]
     pub base_port: u16,
-    /// How long to wait, in seconds, for the other processes to connect.
-    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_seconds)]
+    /// How long to wait for the other processes to connect: seconds, or with a unit (90s, 2m).
+    #[arg(long, value_name = "TIME", default_value = "60", value_parser = parse_seconds)]
     pub connect_timeout: Duration,
     /// (bfs) Explore no world more than D steps from the initial world.
     #[arg(long, value_name = "D")]
@@ -72,8 +72,8 @@ pub struct ClusterArgs {
     /// (bfs) Stop after about S distinct worlds (checked between levels).
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
-    /// (bfs) Stop after about SECS seconds.
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    /// (bfs) Stop after about TIME: seconds, or with a unit (500ms, 90s, 2m, 1h).
+    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
     /// (swarm) Walks per worker.
     #[arg(long, value_name = "N", default_value_t = 1000)]

@@ -88,7 +88,7 @@ fn a_memory_budget_stops_the_run_cleanly() {
         "--set",
         "resets=0",
         "--timeout",
-        "60",
+        "1m",
         "--max-memory",
         "50M",
         "--json",
