@@ -97,7 +97,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
     /// Stop after TIME: seconds, or with a unit (500ms, 90s, 2m, 1h).
-    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Fingerprint bits kept per visited world: 64 (half the memory) or 128.
     #[arg(long, default_value = "64", value_parser = parse_bits)]
@@ -201,7 +201,7 @@ pub struct LivenessArgs {
     #[arg(long)]
     pub ignore_safety: bool,
     /// Stop after TIME: seconds, or with a unit (500ms, 90s, 2m, 1h).
-    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Where to write the trace (default: SYSTEM[-BUG].liveness.json).
     #[arg(long, value_name = "FILE")]
@@ -260,7 +260,7 @@ pub struct LassoArgs {
     #[arg(long, value_name = "SCENARIO|FILE[:STEPS]")]
     pub from: Option<String>,
     /// Stop after TIME (with a partial report): seconds, or with a unit (500ms, 90s, 2m, 1h).
-    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Where to write the finding's trace (default: SYSTEM[-BUG].lasso.json).
     #[arg(long, value_name = "FILE")]
@@ -329,7 +329,7 @@ fn parse_assignment(text: &str) -> Result<(String, String), String> {
 
 /// A positive, finite time a `Duration` can hold: a number of seconds (fractions allowed), or a
 /// number with a unit, `ms`, `s`, `m` or `h` (`90`, `1.5s`, `500ms`, `2m`, `1h`).
-pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let refuse = || {
         format!(
             "expected a positive number of seconds, or one with a unit (500ms, 90s, 2m, 1h), got {text:?}"
@@ -375,7 +375,7 @@ fn parse_lmc_mode(text: &str) -> Result<LmcMode, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_seconds;
+    use super::parse_duration;
     use std::time::Duration;
 
     #[test]
@@ -389,14 +389,14 @@ mod tests {
             ("1h", 3600.0),
             ("3 s", 3.0),
         ] {
-            assert_eq!(parse_seconds(text), Ok(Duration::from_secs_f64(secs)), "{text}");
+            assert_eq!(parse_duration(text), Ok(Duration::from_secs_f64(secs)), "{text}");
         }
         for text in ["0", "0ms", "-1s", "NaN", "s", "ms", "", "5x", "5 minutes", "m5"] {
-            let error = parse_seconds(text).expect_err(text);
+            let error = parse_duration(text).expect_err(text);
             assert!(error.contains("positive number of seconds"), "{text}: {error}");
         }
         for text in ["1e30h", "inf"] {
-            assert!(parse_seconds(text).expect_err(text).contains("longer than a timeout can be"), "{text}");
+            assert!(parse_duration(text).expect_err(text).contains("longer than a timeout can be"), "{text}");
         }
     }
 }

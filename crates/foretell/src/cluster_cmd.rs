@@ -7,7 +7,7 @@
 //! together unless they check the same system with the same settings, and process 0 prints
 //! the merged report and writes the trace. There is no authentication: trusted networks only.
 
-use crate::cli::{parse_seconds, SystemChoice};
+use crate::cli::{parse_duration, SystemChoice};
 use crate::commands::{
     self, print_violation, progress_bar, show_progress_as, usable_trace_out, violation_json,
 };
@@ -64,7 +64,7 @@ pub struct ClusterArgs {
     #[arg(long, default_value_t = 2101)]
     pub base_port: u16,
     /// How long to wait for the other processes to connect: seconds, or with a unit (90s, 2m).
-    #[arg(long, value_name = "TIME", default_value = "60", value_parser = parse_seconds)]
+    #[arg(long, value_name = "TIME", default_value = "60", value_parser = parse_duration)]
     pub connect_timeout: Duration,
     /// (bfs) Explore no world more than D steps from the initial world.
     #[arg(long, value_name = "D")]
@@ -73,7 +73,7 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "S")]
     pub max_states: Option<u64>,
     /// (bfs) Stop after about TIME: seconds, or with a unit (500ms, 90s, 2m, 1h).
-    #[arg(long, value_name = "TIME", value_parser = parse_seconds)]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// (swarm) Walks per worker.
     #[arg(long, value_name = "N", default_value_t = 1000)]
