@@ -60,7 +60,7 @@ pub(crate) struct Message<M> {
 }
 
 /// What a predecessor's event was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum Step {
     /// The delivery of a message of `I+`.
     Deliver(MsgId),
@@ -106,7 +106,7 @@ pub(crate) struct Pred {
 
 /// A forward pointer, and one event of a node's sequence: the state it leads to and the
 /// predecessor pointer into it that it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct SeqEvent {
     pub(crate) to: StateId,
     pub(crate) pred: PredId,
