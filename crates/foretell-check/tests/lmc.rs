@@ -122,16 +122,20 @@ fn an_impossible_combination_is_rejected() {
     Check::bfs(&model).run().assert_holds("received only what was sent");
 }
 
-/// Locally, node 1 may take `B` before `A` whatever the network. On FIFO channels no run
-/// does, and soundness verification (which follows the model's discipline) says so; on an
-/// unordered network it is a real violation, reported with a trace that replays.
+/// Locally, node 1 may take `B` before `A` whatever the network (channel order or not: `A`
+/// might have been lost). On FIFO channels no run does, and soundness verification (which
+/// follows the model's discipline) says so; on an unordered network it is a real violation,
+/// reported with a trace that replays.
 #[test]
 fn soundness_follows_the_network_discipline() {
     let in_order = |w: &World<Relay>| receiver(w).received.first() != Some(&Msg::B);
     let fifo = relay(NetworkKind::FifoChannels, false).always("in order", in_order);
-    let report = lmc(&fifo, LmcMode::General);
-    assert!(report.violations.is_empty(), "{report}");
-    assert!(report.lmc.as_ref().unwrap().unsound >= 1, "{report}");
+    for channel_order in [true, false] {
+        let options = LmcOptions { mode: LmcMode::General, channel_order, ..LmcOptions::default() };
+        let report = Check::lmc(&fifo).lmc_options(options).run();
+        assert!(report.violations.is_empty(), "{report}");
+        assert!(report.lmc.as_ref().unwrap().unsound >= 1, "{report}");
+    }
     Check::bfs(&fifo).run().assert_holds("in order");
 
     let udp = relay(NetworkKind::Unordered, false).always("in order", in_order);
@@ -147,14 +151,17 @@ fn soundness_follows_the_network_discipline() {
 #[test]
 fn a_failed_local_assertion_discards_the_state() {
     let model = relay(NetworkKind::FifoChannels, true);
-    let report = lmc(&model, LmcMode::General);
-    assert_eq!(report.completion, Completion::Exhausted);
-    assert!(report.violations.is_empty(), "{report}");
-    let stats = report.lmc.as_ref().unwrap();
-    assert!(stats.discarded >= 1, "{report}");
-    assert!(stats.discarded_example.as_deref().is_some_and(|e| e.contains("B after A")), "{report}");
-    // Every local state of node 1 that survives has A first.
-    assert_eq!(stats.local_states, vec![2, 3]);
+    for channel_order in [true, false] {
+        let options = LmcOptions { mode: LmcMode::General, channel_order, ..LmcOptions::default() };
+        let report = Check::lmc(&model).lmc_options(options).run();
+        assert_eq!(report.completion, Completion::Exhausted);
+        assert!(report.violations.is_empty(), "{report}");
+        let stats = report.lmc.as_ref().unwrap();
+        assert!(stats.discarded >= 1, "{report}");
+        assert!(stats.discarded_example.as_deref().is_some_and(|e| e.contains("B after A")), "{report}");
+        // Every local state of node 1 that survives has A first.
+        assert_eq!(stats.local_states, vec![2, 3]);
+    }
 }
 
 /// A bound on local events cuts the space and says so; the iterative bound raises it until
@@ -280,15 +287,20 @@ fn counter(name: &'static str, bad: fn(&[Msg]) -> bool) -> Model<Counter> {
         .projection(name, Projection::conflict(key))
 }
 
-/// Node 0's third input comes a round after node 1 could hold `[B]`, `[A, B]` and `[B, A]`, so
-/// the new state meets all three at once (one key group, projected), and one soundness check
-/// answers for the three combinations: it finds the one a run reaches (`[A, B]`; FIFO channels
-/// rule out the others) when the group has it, and rejects the group when it has none.
+/// Without channel order, node 0's third input comes a round after node 1 could hold `[B]`,
+/// `[A, B]` and `[B, A]`, so the new state meets all three at once (one key group, projected),
+/// and one soundness check answers for the three combinations: it finds the one a run reaches
+/// (`[A, B]`; FIFO channels rule out the others) when the group has it, and rejects the group
+/// when it has none.
 #[test]
 fn one_check_answers_for_a_group_of_combinations() {
     let holds_b = counter("no B after three inputs", |received| received.contains(&Msg::B));
     let b_first = counter("B not first after three inputs", |received| received.first() == Some(&Msg::B));
     for mode in [LmcMode::General, LmcMode::Projected] {
+        let lmc = |model: &Model<Counter>, mode| {
+            let options = LmcOptions { mode, channel_order: false, ..LmcOptions::default() };
+            Check::lmc(model).lmc_options(options).run()
+        };
         let report = lmc(&holds_b, mode);
         let violation = report.assert_violated("no B after three inputs");
         let replayed = Simulator::new(&holds_b).unwrap().replay(&violation.trace).expect("the trace replays");

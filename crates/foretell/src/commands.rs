@@ -148,6 +148,7 @@ fn lmc_options(args: &CheckArgs) -> Result<LmcOptions> {
         iterative: args.lmc.lmc_iterative,
         duplicates: args.lmc.lmc_duplicates.unwrap_or(defaults.duplicates),
         soundness_budget: args.lmc.lmc_soundness_budget.unwrap_or(defaults.soundness_budget),
+        channel_order: args.lmc.lmc_channel_order,
     })
 }
 

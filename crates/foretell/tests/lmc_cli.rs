@@ -56,6 +56,29 @@ fn the_one_proposal_space_is_exhausted() {
     assert!(text.contains("local states 72/16/16 per node, 18 messages"), "{text}");
 }
 
+/// With `--lmc-channel-order` no ring node takes a sender's message after a later one, so P#'s
+/// leader election, whose local states run into millions in any order, is explored to the
+/// end, and its property holds (as the global search says). The flag keeps its bug-finding
+/// too: `last-promise` is still found from the live state.
+#[test]
+fn channel_order_exhausts_leader_election_and_still_finds_last_promise() {
+    let dir = scratch("lmc-channel-order");
+    let args =
+        ["check", "leader-election", "--engine", "lmc", "--lmc-channel-order", "--timeout", "60", "--json"];
+    let output = foretell(&args, &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = support::json(&output.stdout);
+    assert_eq!(report["completion"], "exhausted", "{report}");
+    let bfs = foretell(&["check", "leader-election", "--json"], &dir);
+    assert_eq!(bfs.status.code(), Some(0), "{bfs:?}");
+    let flags = ["--bug", "last-promise", "--lmc-mode", "projected", "--lmc-channel-order", "--json"];
+    let args: Vec<&str> = LIVE.iter().copied().chain(flags).collect();
+    let output = foretell(&args, &dir);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report = support::json(&output.stdout);
+    assert_eq!(report["properties"]["agreement"]["status"], "violated", "{report}");
+}
+
 /// Under LMC a handler meets local states and messages that no run combines, and P#'s
 /// ReplicatingStorage then panics (`choose(0)`). Such a state is discarded and counted; the
 /// panic is not printed, so a run that holds does not look as if it had crashed.

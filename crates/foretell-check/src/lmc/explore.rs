@@ -21,6 +21,23 @@
 //! history) in pools, one allocation each per node rather than a few per state; the tables of
 //! what the first paths sent are interned, since few paths differ in them.
 //!
+//! Channel order (`LmcOptions::channel_order`, off by default), the augmentation section 5
+//! proposes for TCP ("reordered messages in a connection will eventually be rejected by TCP
+//! and could, hence, be ignored"): on FIFO channels or inboxes that do not duplicate messages,
+//! a node receives a sender's messages in the order that sender sent them, so no run delivers
+//! a message after a later one from the same sender. Each message then carries its place on
+//! its channel (how many messages its path had sent there before it); each local state
+//! counts, per channel, what its path sent there and the place after the last message it took
+//! from there; a message is applied only to the states that have not taken one after it. The
+//! counts are part of a state's identity (two paths reaching one protocol state with different
+//! counts continue differently), so a step that sends is never a self-reference; a delivery
+//! that changes nothing and sends nothing still is one and counts nothing (the channel's later
+//! messages may follow it, and whether it was taken does not matter to them). Taking a message
+//! while earlier ones wait stays allowed (as if they were lost), so the rule cuts only
+//! deliveries no run has and keeps every state a run reaches. Whether it pays depends on the
+//! protocol: it cuts the out-of-order states a chatty protocol's local exploration drowns in,
+//! and the counts split states that any order would merge (docs/BENCHMARKS.md).
+//!
 //! Departures, as in the paper's prototype: an event that leaves the state unchanged adds its
 //! messages to `I+` but no predecessor pointer (self-references are not followed); a local
 //! assertion or a panic discards the state it would have produced. A message sent again by the
@@ -29,8 +46,8 @@
 
 use super::Stopper;
 use foretell_model::{
-    ChoiceOdometer, Chooser, Envelope, LocalAction, LocalEvent, LocalState, NodeId, Protocol, Simulator,
-    StepViolation, SystemState, World,
+    ChoiceOdometer, Chooser, Envelope, FingerprintHasher, LocalAction, LocalEvent, LocalState, NodeId,
+    Protocol, Simulator, StepViolation, SystemState, World,
 };
 use rustc_hash::FxHashMap;
 use std::ops::ControlFlow;
@@ -52,9 +69,11 @@ pub(crate) struct Message<M> {
     pub(crate) envelope: Envelope<M>,
     /// Whether local exploration delivers it (false for a copy beyond the duplicate limit).
     pub(crate) delivered: bool,
-    /// The first copy of the same envelope (itself if it is the first): what a path's count of
-    /// sendings is kept by.
+    /// The first message of `I+` with the same envelope (itself if it is the first): what a
+    /// path's count of sendings is kept by.
     first: MsgId,
+    /// Its place on its channel under channel order (0 otherwise).
+    place: u32,
     /// How many states of the destination it has been applied to (or skipped).
     applied: usize,
 }
@@ -130,6 +149,10 @@ pub(crate) struct LocalNode<P: Protocol> {
     sent: SentId,
     /// Local events on the first path here.
     local_events: u32,
+    /// Where its channel counts start in the node's pool (see [`Channels`]).
+    counts_at: u32,
+    /// The key it is indexed by: its hash, with its channel counts mixed in.
+    key: u128,
     /// Events on the first path here.
     pub(crate) depth: u32,
 }
@@ -173,6 +196,8 @@ impl SentTables {
 /// keep their lists in (one allocation each for the whole node, not one per state).
 pub(crate) struct NodeStates<P: Protocol> {
     pub(crate) states: Vec<LocalNode<P>>,
+    /// Every state's channel counts, [`Channels::width`] each.
+    counts: Vec<u32>,
     /// Every predecessor pointer, in the order added.
     preds: Vec<Pred>,
     index: FxHashMap<u128, StateId>,
@@ -227,6 +252,11 @@ impl<P: Protocol> NodeStates<P> {
         pred.choices.of(&self.choices)
     }
 
+    /// `state`'s channel counts, `width` of them.
+    fn counts(&self, state: &LocalNode<P>, width: usize) -> &[u32] {
+        &self.counts[state.counts_at as usize..][..width]
+    }
+
     /// The messages consumed on the first path to `state`, sorted.
     fn history(&self, state: &LocalNode<P>) -> &[MsgId] {
         &self.histories[state.history_at..][..state.history_len as usize]
@@ -272,13 +302,58 @@ pub(crate) struct Counts {
     pub(crate) duplicates_suppressed: u64,
 }
 
+/// Channel order: how many counts a local state keeps — per node, the messages its path sent to
+/// it, then the messages its path received from it — or none when channel order is off.
+#[derive(Clone, Copy)]
+pub(crate) struct Channels {
+    nodes: usize,
+    on: bool,
+}
+
+impl Channels {
+    /// Channel order for `nodes` nodes, `on` or off.
+    pub(crate) fn new(nodes: usize, on: bool) -> Self {
+        Channels { nodes, on }
+    }
+
+    /// The number of counts a state keeps.
+    fn width(self) -> usize {
+        if self.on {
+            2 * self.nodes
+        } else {
+            0
+        }
+    }
+
+    /// Where the count of messages sent to `to` sits.
+    fn sent(self, to: NodeId) -> usize {
+        to.index()
+    }
+
+    /// Where the count of messages received from `from` sits.
+    fn received(self, from: NodeId) -> usize {
+        self.nodes + from.index()
+    }
+
+    /// The key of a state with `hash` and `counts`.
+    fn key(self, hash: u128, counts: &[u32]) -> u128 {
+        match counts {
+            [] => hash,
+            _ => FingerprintHasher::mix(FingerprintHasher::hash(counts) as u64, hash),
+        }
+    }
+}
+
 /// The local states of every node and the shared network.
 pub(crate) struct LocalSpace<'s, 'm, P: Protocol> {
     sim: &'s Simulator<'m, P>,
     pub(crate) nodes: Vec<NodeStates<P>>,
     pub(crate) messages: Vec<Message<P::Msg>>,
-    /// `I+`'s index: (envelope hash, copy) to message.
-    message_index: FxHashMap<(u128, u32), MsgId>,
+    /// `I+`'s index: (envelope hash, copy, place) to message.
+    message_index: FxHashMap<(u128, u32, u32), MsgId>,
+    /// The first message of each envelope (by hash).
+    envelopes: FxHashMap<u128, MsgId>,
+    channels: Channels,
     /// The messages in flight in the start world, in their network order.
     pub(crate) initial_messages: Vec<MsgId>,
     /// Local events a state may have on its first path (`None`: any number).
@@ -296,6 +371,8 @@ pub(crate) struct LocalSpace<'s, 'm, P: Protocol> {
     /// state, which is interned only if no state had it before.
     actions: Vec<LocalAction>,
     sendings: Vec<(MsgId, u32)>,
+    /// Reused by every step: the next state's channel counts.
+    next_counts: Vec<u32>,
 }
 
 impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
@@ -304,15 +381,34 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     pub(crate) fn new(
         sim: &'s Simulator<'m, P>,
         start: Vec<LocalState<P>>,
-        in_flight: impl Iterator<Item = Envelope<P::Msg>>,
+        in_flight: Vec<Envelope<P::Msg>>,
         bound: Option<u32>,
         duplicates: u32,
+        channels: Channels,
     ) -> Self {
+        let width = channels.width();
+        // Under channel order the messages in flight hold the first places of their channels,
+        // and their senders go on from there.
+        let mut start_counts = vec![vec![0u32; width]; start.len()];
+        let mut places = Vec::with_capacity(in_flight.len());
+        for envelope in &in_flight {
+            let place = match width {
+                0 => 0,
+                _ => {
+                    let count = &mut start_counts[envelope.from.index()][channels.sent(envelope.to)];
+                    *count += 1;
+                    *count - 1
+                }
+            };
+            places.push(place);
+        }
         let nodes = start
             .into_iter()
-            .map(|local| {
+            .zip(start_counts)
+            .map(|(local, counts)| {
+                let key = channels.key(local.hash(), &counts);
                 let mut index = FxHashMap::default();
-                index.insert(local.hash(), 0);
+                index.insert(key, 0);
                 let root = LocalNode {
                     local,
                     last_pred: NO_PRED,
@@ -322,10 +418,13 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                     history_len: 0,
                     sent: 0,
                     local_events: 0,
+                    counts_at: 0,
+                    key,
                     depth: 0,
                 };
                 NodeStates {
                     states: vec![root],
+                    counts,
                     preds: Vec::new(),
                     index,
                     produced: Vec::new(),
@@ -342,6 +441,8 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             nodes,
             messages: Vec::new(),
             message_index: FxHashMap::default(),
+            envelopes: FxHashMap::default(),
+            channels,
             initial_messages: Vec::new(),
             bound,
             duplicates,
@@ -351,19 +452,21 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             network_reader: None,
             actions: Vec::new(),
             sendings: Vec::new(),
+            next_counts: Vec::new(),
         };
         let mut copies: Vec<(u128, u32)> = Vec::new();
-        for envelope in in_flight {
+        for (envelope, place) in in_flight.into_iter().zip(places) {
             let copy = bump(&mut copies, envelope.hash());
-            let id = space.intern(envelope, copy);
+            let id = space.intern(envelope, copy, place);
             space.initial_messages.push(id);
         }
         space
     }
 
-    /// The message for `envelope`'s `copy`-th sending, added to `I+` if new.
-    fn intern(&mut self, envelope: Envelope<P::Msg>, copy: u32) -> MsgId {
-        let key = (envelope.hash(), copy);
+    /// The message for `envelope`'s `copy`-th sending on a path, at `place` on its channel,
+    /// added to `I+` if new.
+    fn intern(&mut self, envelope: Envelope<P::Msg>, copy: u32, place: u32) -> MsgId {
+        let key = (envelope.hash(), copy, place);
         if let Some(&id) = self.message_index.get(&key) {
             return id;
         }
@@ -372,9 +475,8 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         if !delivered {
             self.counts.duplicates_suppressed += 1;
         }
-        // A copy is sent only after the copies before it on the same path, so the first is in.
-        let first = if copy == 0 { id } else { self.message_index[&(key.0, 0)] };
-        self.messages.push(Message { envelope, delivered, first, applied: 0 });
+        let first = *self.envelopes.entry(key.0).or_insert(id);
+        self.messages.push(Message { envelope, delivered, first, place, applied: 0 });
         self.message_index.insert(key, id);
         id
     }
@@ -440,9 +542,14 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             // A message a node sends itself is produced on its own path, or not at all (unless
             // it was in flight at the start).
             let to_itself = self.messages[m].envelope.from == to && m >= self.initial_messages.len();
+            let (width, place) = (self.channels.width(), self.messages[m].place);
+            let turn = self.channels.received(self.messages[m].envelope.from);
             for s in start..end {
                 let states = &self.nodes[to.index()];
                 let state = &states.states[s];
+                if width > 0 && states.counts(state, width)[turn] > place {
+                    continue; // a later message on its channel was taken already
+                }
                 if states.history(state).binary_search(&(m as MsgId)).is_ok() {
                     continue;
                 }
@@ -519,29 +626,49 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             self.discarded_example.get_or_insert(violation);
             return ControlFlow::Continue(());
         }
-        let next_hash = outcome.next.hash();
-        let unchanged = next_hash == source.local.hash();
+        // The next state's channel counts: the source's, with this step's sendings and
+        // delivery.
+        let (channels, width) = (self.channels, self.channels.width());
+        let mut counts = std::mem::take(&mut self.next_counts);
+        counts.clear();
+        counts.extend_from_slice(self.nodes[node.index()].counts(source, width));
+        let changed = outcome.next.hash() != source.local.hash();
         // A message's copy number counts its sendings on the source's first path and earlier
-        // in this step.
+        // in this step; its place, the sendings on its channel.
         let mut produced = Vec::with_capacity(outcome.sent.len());
         for envelope in outcome.sent {
             let hash = envelope.hash();
             let states = &self.nodes[node.index()];
             let source = &states.states[from as usize];
-            let before = self
-                .message_index
-                .get(&(hash, 0))
-                .map_or(0, |&first| states.sendings(source, first).unwrap_or(0));
+            let before =
+                self.envelopes.get(&hash).map_or(0, |&first| states.sendings(source, first).unwrap_or(0));
             let earlier =
                 produced.iter().filter(|&&id| self.messages[id as usize].envelope.hash() == hash).count();
-            produced.push(self.intern(envelope, before + earlier as u32));
+            let place = match width {
+                0 => 0,
+                _ => {
+                    let sent = &mut counts[channels.sent(envelope.to)];
+                    *sent += 1;
+                    *sent - 1
+                }
+            };
+            produced.push(self.intern(envelope, before + earlier as u32, place));
         }
-        if unchanged {
+        // A delivery that changed nothing stays a self-reference: the channel's next messages
+        // may follow it or not, so it need not be counted.
+        if let (Step::Deliver(m), true) = (step, width > 0 && (changed || !produced.is_empty())) {
+            let message = &self.messages[m as usize];
+            counts[channels.received(message.envelope.from)] = message.place + 1;
+        }
+        let key = channels.key(outcome.next.hash(), &counts);
+        self.next_counts = counts;
+        let source = &self.nodes[node.index()].states[from as usize];
+        if key == source.key {
             return ControlFlow::Continue(()); // a self-reference: not followed
         }
         let choices = &outcome.choices[..];
         let states = &mut self.nodes[node.index()];
-        if let Some(&existing) = states.index.get(&next_hash) {
+        if let Some(&existing) = states.index.get(&key) {
             // A state meets each event, with each choice vector, once (messages remember how
             // far they were applied, states how far their local events were), so the pointer
             // is new: no need to look through the state's others.
@@ -573,6 +700,8 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         states.histories.extend(consumed);
         states.histories.extend_from_within(at + split..at + len);
         let history_len = (len + usize::from(consumed.is_some())) as u32;
+        let counts_at = u32::try_from(states.counts.len()).expect("a pool of fewer than 2^32 counts");
+        states.counts.extend_from_slice(&self.next_counts);
         let visited = LocalNode {
             local: outcome.next.into_local(&source.local),
             last_pred: NO_PRED,
@@ -582,12 +711,14 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             history_len,
             sent,
             local_events: source.local_events + u32::from(matches!(step, Step::Local(_))),
+            counts_at,
+            key,
             depth: source.depth + 1,
         };
         let id = states.states.len() as StateId;
         states.states.push(visited);
         states.add_pred(from, id, step, &produced, choices);
-        states.index.insert(next_hash, id);
+        states.index.insert(key, id);
         fresh(self, node, id)
     }
 }
@@ -603,6 +734,138 @@ fn bump<K: Ord + Copy>(counts: &mut Vec<(K, u32)>, key: K) -> u32 {
         Err(at) => {
             counts.insert(at, (key, 1));
             0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Channel order against the global search: every local state a run reaches is still
+    //! visited, and the states only a delivery after a later message makes are not.
+
+    use super::*;
+    use crate::stop::Stop;
+    use foretell_model::{Driver, Model, NetworkKind, Out};
+    use serde::{Deserialize, Serialize};
+    use std::cell::{Cell, RefCell};
+    use std::collections::{BTreeSet, HashSet};
+    use std::time::Instant;
+
+    /// Node 0, on its input, sends `A` then `B` to nodes 1 and 2. Node 1 passes `A` on to
+    /// node 2. Node 2 answers its first message with `C` then `D` to node 1, which ignores `C`
+    /// once it has `B` (a delivery that changes nothing, after which `D` is still its turn).
+    /// Every node logs what it takes in, in order.
+    struct Gossip;
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    enum Msg {
+        A,
+        B,
+        C,
+        D,
+    }
+
+    type Log = Vec<(u32, Msg)>;
+
+    impl Protocol for Gossip {
+        type State = Log;
+        type Msg = Msg;
+        type Timer = ();
+        type Input = ();
+
+        fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> Log {
+            Vec::new()
+        }
+
+        fn on_input(&self, _: NodeId, _: &mut Log, _: &(), out: &mut Out<'_, Self>) {
+            out.broadcast([NodeId(1), NodeId(2)], Msg::A);
+            out.broadcast([NodeId(1), NodeId(2)], Msg::B);
+        }
+
+        fn on_message(&self, me: NodeId, log: &mut Log, from: NodeId, msg: &Msg, out: &mut Out<'_, Self>) {
+            if me == NodeId(1) && *msg == Msg::C && log.iter().any(|(_, m)| *m == Msg::B) {
+                return;
+            }
+            if me == NodeId(1) && *msg == Msg::A {
+                out.send(NodeId(2), Msg::A);
+            }
+            if me == NodeId(2) && log.is_empty() {
+                out.send(NodeId(1), Msg::C);
+                out.send(NodeId(1), Msg::D);
+            }
+            log.push((from.0, msg.clone()));
+        }
+    }
+
+    /// Each node's local states (by hash) in the worlds the global search reaches.
+    fn reached(sim: &Simulator<'_, Gossip>) -> Vec<BTreeSet<u128>> {
+        let mut worlds = Vec::new();
+        sim.initial_worlds(|_, world, _| worlds.push(world));
+        let mut seen: HashSet<_> = worlds.iter().map(World::fingerprint).collect();
+        let mut locals = vec![BTreeSet::new(); 3];
+        let mut actions = Vec::new();
+        while let Some(world) = worlds.pop() {
+            for (node, local) in sim.local_states(&world).iter().enumerate() {
+                locals[node].insert(local.hash());
+            }
+            sim.actions(&world, &mut actions);
+            for &action in &actions {
+                let next = sim.step(&world, action, &mut ChoiceOdometer::new(), false).world;
+                if seen.insert(next.fingerprint()) {
+                    worlds.push(next);
+                }
+            }
+        }
+        locals
+    }
+
+    /// Each node's local states (by hash) that local exploration visits, and node 2's logs.
+    fn explored(sim: &Simulator<'_, Gossip>, channel_order: bool) -> (Vec<BTreeSet<u128>>, Vec<Log>) {
+        let mut start = None;
+        sim.initial_worlds(|_, world, _| start = Some(world));
+        let start = start.expect("one initial world");
+        let in_flight = start.messages().cloned().collect();
+        let channels = Channels::new(3, channel_order);
+        let mut space = LocalSpace::new(sim, sim.local_states(&start), in_flight, None, 0, channels);
+        let stopper = Stopper {
+            limits: Stop::new(Instant::now(), None, None),
+            memory_max: None,
+            calls: Cell::new(0),
+            stop: Cell::new(None),
+            refusal: RefCell::new(None),
+        };
+        let mut fresh = |_: &LocalSpace<'_, '_, Gossip>, _, _| ControlFlow::Continue(());
+        while space.round(&stopper, &mut fresh) == ControlFlow::Continue(true) {}
+        let hashes = space.nodes.iter().map(|n| n.states.iter().map(|s| s.local.hash()).collect()).collect();
+        let logs = space.nodes[2].states.iter().map(|s| s.local.state().clone()).collect();
+        (hashes, logs)
+    }
+
+    #[test]
+    fn channel_order_keeps_every_reachable_local_state_and_no_out_of_turn_one() {
+        // Node 2 took A from node 0 after B from node 0.
+        let out_of_turn = |log: &Log| {
+            let at = |msg: Msg| log.iter().position(|e| *e == (0, msg.clone()));
+            at(Msg::B).is_some_and(|b| at(Msg::A).is_some_and(|a| b < a))
+        };
+        for kind in [NetworkKind::FifoChannels, NetworkKind::FifoInbox] {
+            let model = Model::new(Gossip).nodes(3).network(kind).driver(Driver::new().input(NodeId(0), ()));
+            let sim = Simulator::new(&model).unwrap();
+            let runs = reached(&sim);
+            let (ordered, ordered_logs) = explored(&sim, true);
+            let (unordered, unordered_logs) = explored(&sim, false);
+            for node in 0..3 {
+                assert!(
+                    runs[node].is_subset(&ordered[node]),
+                    "{kind:?}: node {node} misses a reachable state"
+                );
+                assert!(runs[node].is_subset(&unordered[node]), "{kind:?}: node {node} (unordered)");
+            }
+            // Out of turn, node 2 takes A from node 0 after B: only without channel order.
+            assert!(unordered_logs.iter().any(out_of_turn), "{kind:?}");
+            assert!(!ordered_logs.iter().any(out_of_turn), "{kind:?}");
+            let count = |sets: &[BTreeSet<u128>]| sets.iter().map(BTreeSet::len).sum::<usize>();
+            assert!(count(&ordered) < count(&unordered), "{kind:?}");
         }
     }
 }

@@ -37,10 +37,10 @@ use crate::report::kind_name;
 use crate::stop::Stop;
 use crate::{CheckOptions, Completion, EngineKind, PropertyReport, Report, Stats, Status, Violation};
 use combine::{Combiner, Preliminary};
-use explore::{LocalSpace, StateId, Step};
+use explore::{Channels, LocalSpace, StateId, Step};
 use foretell_model::{
-    catch_panic, reads_network, Action, FixedChoices, LocalEvent, ModelError, NodeId, Property, PropertyKind,
-    Protocol, Simulator, Trace, TraceVerdict, World,
+    catch_panic, reads_network, Action, FixedChoices, LocalEvent, ModelError, NetworkKind, NodeId, Property,
+    PropertyKind, Protocol, Simulator, Trace, TraceVerdict, World,
 };
 use serde::{Deserialize, Serialize};
 use soundness::{SeqEvent, SoundnessCounts};
@@ -64,6 +64,12 @@ pub struct LmcOptions {
     /// The most positions (node states and messages in flight) one soundness verification
     /// examines before it gives up.
     pub soundness_budget: u64,
+    /// Never deliver a message after a later one from the same sender, where the network keeps
+    /// their order and duplicates nothing (the paper's TCP augmentation; see `explore`). Off
+    /// (the default), local exploration delivers them in any order and soundness verification
+    /// alone applies the channels' order.
+    #[serde(default)]
+    pub channel_order: bool,
 }
 
 impl Default for LmcOptions {
@@ -74,6 +80,7 @@ impl Default for LmcOptions {
             iterative: false,
             duplicates: 0,
             soundness_budget: 1 << 20,
+            channel_order: false,
         }
     }
 }
@@ -224,8 +231,8 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let sim = self.sim;
         let in_flight = self.start.messages().cloned().collect::<Vec<_>>();
         let locals = sim.local_states(&self.start);
-        let mut space =
-            LocalSpace::new(sim, locals, in_flight.into_iter(), bound, self.options.lmc.duplicates);
+        let channels = Channels::new(sim.model().node_count(), self.channel_order());
+        let mut space = LocalSpace::new(sim, locals, in_flight, bound, self.options.lmc.duplicates, channels);
         let budget = self.options.lmc.soundness_budget.max(1);
         let verdicts = RefCell::new(Verdicts::new(self.soundness));
         let stopper = &self.stopper;
@@ -300,6 +307,15 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         self.note_space(&space, combiner.into_inner());
         let violation = verdicts.sound.map(|order| self.violation(&space, &order));
         (violation, space.bounded)
+    }
+
+    /// Whether local exploration keeps channel order ([`explore`]): asked for, and sound for
+    /// the model — FIFO channels or inboxes (a sender's messages to one node arrive in the
+    /// order sent, in both) that do not duplicate a message.
+    fn channel_order(&self) -> bool {
+        let model = self.sim.model();
+        let fifo = matches!(model.network_kind(), NetworkKind::FifoChannels | NetworkKind::FifoInbox);
+        self.options.lmc.channel_order && fifo && !model.fault_budget().duplicates.allows(0)
     }
 
     /// Records the space's counts in the statistics.
