@@ -149,10 +149,6 @@ pub(crate) struct LocalNode<P: Protocol> {
     sent: SentId,
     /// Local events on the first path here.
     local_events: u32,
-    /// Where its channel counts start in the node's pool (see [`Channels`]).
-    counts_at: u32,
-    /// The key it is indexed by: its hash, with its channel counts mixed in.
-    key: u128,
     /// Events on the first path here.
     pub(crate) depth: u32,
 }
@@ -196,8 +192,11 @@ impl SentTables {
 /// keep their lists in (one allocation each for the whole node, not one per state).
 pub(crate) struct NodeStates<P: Protocol> {
     pub(crate) states: Vec<LocalNode<P>>,
-    /// Every state's channel counts, [`Channels::width`] each.
+    /// Under channel order, every state's channel counts ([`Channels::width`] each, in state
+    /// order) and the key it is indexed by (its hash with its counts mixed in); both empty
+    /// otherwise, where a state's key is its hash.
     counts: Vec<u32>,
+    keys: Vec<u128>,
     /// Every predecessor pointer, in the order added.
     preds: Vec<Pred>,
     index: FxHashMap<u128, StateId>,
@@ -252,9 +251,17 @@ impl<P: Protocol> NodeStates<P> {
         pred.choices.of(&self.choices)
     }
 
-    /// `state`'s channel counts, `width` of them.
-    fn counts(&self, state: &LocalNode<P>, width: usize) -> &[u32] {
-        &self.counts[state.counts_at as usize..][..width]
+    /// State `id`'s channel counts, `width` of them.
+    fn counts(&self, id: StateId, width: usize) -> &[u32] {
+        &self.counts[id as usize * width..][..width]
+    }
+
+    /// The key state `id` is indexed by.
+    fn key(&self, id: StateId) -> u128 {
+        match self.keys.get(id as usize) {
+            Some(&key) => key,
+            None => self.states[id as usize].local.hash(),
+        }
     }
 
     /// The messages consumed on the first path to `state`, sorted.
@@ -336,6 +343,7 @@ impl Channels {
     }
 
     /// The key of a state with `hash` and `counts`.
+    #[inline]
     fn key(self, hash: u128, counts: &[u32]) -> u128 {
         match counts {
             [] => hash,
@@ -351,7 +359,8 @@ pub(crate) struct LocalSpace<'s, 'm, P: Protocol> {
     pub(crate) messages: Vec<Message<P::Msg>>,
     /// `I+`'s index: (envelope hash, copy, place) to message.
     message_index: FxHashMap<(u128, u32, u32), MsgId>,
-    /// The first message of each envelope (by hash).
+    /// Under channel order, the first message of each envelope (by hash); without it, that is
+    /// the envelope's copy 0 at place 0, found in `message_index`.
     envelopes: FxHashMap<u128, MsgId>,
     channels: Channels,
     /// The messages in flight in the start world, in their network order.
@@ -409,6 +418,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 let key = channels.key(local.hash(), &counts);
                 let mut index = FxHashMap::default();
                 index.insert(key, 0);
+                let keys = if width > 0 { vec![key] } else { Vec::new() };
                 let root = LocalNode {
                     local,
                     last_pred: NO_PRED,
@@ -418,13 +428,12 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                     history_len: 0,
                     sent: 0,
                     local_events: 0,
-                    counts_at: 0,
-                    key,
                     depth: 0,
                 };
                 NodeStates {
                     states: vec![root],
                     counts,
+                    keys,
                     preds: Vec::new(),
                     index,
                     produced: Vec::new(),
@@ -475,10 +484,23 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         if !delivered {
             self.counts.duplicates_suppressed += 1;
         }
-        let first = *self.envelopes.entry(key.0).or_insert(id);
+        let first = match (self.channels.width(), copy) {
+            (0, 0) => id,
+            (0, _) => self.message_index[&(key.0, 0, 0)],
+            _ => *self.envelopes.entry(key.0).or_insert(id),
+        };
         self.messages.push(Message { envelope, delivered, first, place, applied: 0 });
         self.message_index.insert(key, id);
         id
+    }
+
+    /// The first message of `I+` with the envelope whose hash is `hash`, if any.
+    fn first_of(&self, hash: u128) -> Option<MsgId> {
+        match self.channels.width() {
+            0 => self.message_index.get(&(hash, 0, 0)),
+            _ => self.envelopes.get(&hash),
+        }
+        .copied()
     }
 
     /// Predecessor pointers added to states visited before, over all nodes.
@@ -546,10 +568,10 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             let turn = self.channels.received(self.messages[m].envelope.from);
             for s in start..end {
                 let states = &self.nodes[to.index()];
-                let state = &states.states[s];
-                if width > 0 && states.counts(state, width)[turn] > place {
+                if width > 0 && states.counts(s as StateId, width)[turn] > place {
                     continue; // a later message on its channel was taken already
                 }
+                let state = &states.states[s];
                 if states.history(state).binary_search(&(m as MsgId)).is_ok() {
                     continue;
                 }
@@ -631,7 +653,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let (channels, width) = (self.channels, self.channels.width());
         let mut counts = std::mem::take(&mut self.next_counts);
         counts.clear();
-        counts.extend_from_slice(self.nodes[node.index()].counts(source, width));
+        counts.extend_from_slice(self.nodes[node.index()].counts(from, width));
         let changed = outcome.next.hash() != source.local.hash();
         // A message's copy number counts its sendings on the source's first path and earlier
         // in this step; its place, the sendings on its channel.
@@ -640,8 +662,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             let hash = envelope.hash();
             let states = &self.nodes[node.index()];
             let source = &states.states[from as usize];
-            let before =
-                self.envelopes.get(&hash).map_or(0, |&first| states.sendings(source, first).unwrap_or(0));
+            let before = self.first_of(hash).map_or(0, |first| states.sendings(source, first).unwrap_or(0));
             let earlier =
                 produced.iter().filter(|&&id| self.messages[id as usize].envelope.hash() == hash).count();
             let place = match width {
@@ -662,8 +683,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         }
         let key = channels.key(outcome.next.hash(), &counts);
         self.next_counts = counts;
-        let source = &self.nodes[node.index()].states[from as usize];
-        if key == source.key {
+        if key == self.nodes[node.index()].key(from) {
             return ControlFlow::Continue(()); // a self-reference: not followed
         }
         let choices = &outcome.choices[..];
@@ -700,8 +720,10 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         states.histories.extend(consumed);
         states.histories.extend_from_within(at + split..at + len);
         let history_len = (len + usize::from(consumed.is_some())) as u32;
-        let counts_at = u32::try_from(states.counts.len()).expect("a pool of fewer than 2^32 counts");
-        states.counts.extend_from_slice(&self.next_counts);
+        if width > 0 {
+            states.counts.extend_from_slice(&self.next_counts);
+            states.keys.push(key);
+        }
         let visited = LocalNode {
             local: outcome.next.into_local(&source.local),
             last_pred: NO_PRED,
@@ -711,8 +733,6 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             history_len,
             sent,
             local_events: source.local_events + u32::from(matches!(step, Step::Local(_))),
-            counts_at,
-            key,
             depth: source.depth + 1,
         };
         let id = states.states.len() as StateId;
