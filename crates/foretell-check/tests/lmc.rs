@@ -188,7 +188,8 @@ fn local_event_bounds_cut_and_iterate() {
 
 /// What needs the network, which local states do not have, is refused with a reason: resets,
 /// a queue capacity, a property that reads the messages in flight, a handler that reads its
-/// mailbox (the last two found when they first do).
+/// mailbox (the last two found when they first do); and channel order where the network
+/// reorders or duplicates messages.
 #[test]
 fn unsupported_models_are_refused() {
     fn refused<P: Protocol>(model: &Model<P>, reason: &str) {
@@ -207,6 +208,24 @@ fn unsupported_models_are_refused() {
     let peeker =
         Model::new(Peeker).nodes(2).driver(Driver::new().input(NodeId(0), ()).spontaneous(NodeId(1), ()));
     refused(&peeker, "read its mailbox");
+    // Channel order is kept only where the network keeps it.
+    let in_order = |model: &Model<Relay>| {
+        let options = LmcOptions { channel_order: true, ..LmcOptions::default() };
+        Check::lmc(model).lmc_options(options).try_run()
+    };
+    for (model, reason) in [
+        (relay(NetworkKind::Unordered, false), "delivers in any order"),
+        (relay(NetworkKind::GrowOnly, false), "delivers in any order"),
+        (
+            relay(NetworkKind::FifoChannels, false).faults(Faults::none().duplicates(Budget::at_most(1))),
+            "duplicate",
+        ),
+    ] {
+        let error = in_order(&model).expect_err(reason);
+        assert!(matches!(error, ModelError::EngineUnsupported { engine: "lmc", .. }), "{error}");
+        assert!(error.to_string().contains(reason), "{error}");
+    }
+    assert!(in_order(&relay(NetworkKind::FifoInbox, false)).is_ok());
     // The global search sees the network and checks both.
     Check::bfs(&in_flight).run().assert_violated("at most one in flight");
     Check::bfs(&peeker).run();

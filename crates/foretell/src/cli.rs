@@ -153,8 +153,9 @@ pub struct LmcArgs {
     /// 1048576].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub lmc_soundness_budget: Option<u64>,
-    /// With --engine lmc on FIFO channels or inboxes: never deliver a message locally after a
-    /// later one from the same sender (each state and message then counts its channel places).
+    /// With --engine lmc on FIFO channels or inboxes that duplicate nothing (refused elsewhere):
+    /// never deliver a message locally after a later one from the same sender (each state and
+    /// message then counts its channel places).
     #[arg(long)]
     pub lmc_channel_order: bool,
 }

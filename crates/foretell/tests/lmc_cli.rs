@@ -129,11 +129,12 @@ fn a_memory_budget_stops_the_run_cleanly() {
 #[test]
 fn misused_flags_are_refused() {
     let dir = scratch("lmc-flags");
-    let cases: [&[&str]; 4] = [
+    let cases: [&[&str]; 5] = [
         &["check", "paxos", "--lmc-mode", "projected"],
         &["check", "paxos", "--engine", "lmc", "--set", "resets=0", "--max-depth", "3"],
         &["check", "paxos", "--engine", "lmc", "--set", "resets=0", "--lmc-mode", "fast"],
         &["check", "paxos", "--engine", "lmc"],
+        &["check", "stateright-paxos", "--engine", "lmc", "--lmc-channel-order"],
     ];
     for args in cases {
         let output = foretell(args, &dir);

@@ -19,7 +19,8 @@
 //! Not supported, and refused with the reason: node resets and socket errors (they act on the
 //! network, which local states do not have), queue capacities (a send's fate depends on a
 //! queue), handlers that read their mailbox and properties that read the network (both would
-//! see it empty; found when they first do, which ends the run in the refusal). Lost messages
+//! see it empty; found when they first do, which ends the run in the refusal), and channel
+//! order on a network that reorders or duplicates messages. Lost messages
 //! need no fault, since a local state never has to consume one. `sometimes` and `eventually`
 //! properties are not checked.
 
@@ -64,10 +65,10 @@ pub struct LmcOptions {
     /// The most positions (node states and messages in flight) one soundness verification
     /// examines before it gives up.
     pub soundness_budget: u64,
-    /// Never deliver a message after a later one from the same sender, where the network keeps
-    /// their order and duplicates nothing (the paper's TCP augmentation; see `explore`). Off
-    /// (the default), local exploration delivers them in any order and soundness verification
-    /// alone applies the channels' order.
+    /// Never deliver a message after a later one from the same sender (the paper's TCP
+    /// augmentation; see `explore`). Only where the network keeps their order and duplicates
+    /// nothing: elsewhere the run is refused. Off (the default), local exploration delivers
+    /// them in any order and soundness verification alone applies the channels' order.
     #[serde(default)]
     pub channel_order: bool,
 }
@@ -146,6 +147,13 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
             "a queue capacity needs the network's queues, which local steps do not have",
         ));
     }
+    if options.lmc.channel_order {
+        if let Some(reason) =
+            channel_order_refusal(model.network_kind(), model.fault_budget().duplicates.allows(0))
+        {
+            return Err(unsupported(reason));
+        }
+    }
     let mut starts = Vec::new();
     sim.initial_worlds(|choices, world, violation| starts.push((choices, world, violation)));
     if starts.len() != 1 {
@@ -209,6 +217,21 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
     Ok(run.report(found, bounded))
 }
 
+/// Why local exploration cannot keep channel order ([`explore`]) on a `network` that
+/// `duplicates` messages or not: it is sound only where a sender's messages to one node arrive
+/// in the order sent — FIFO channels or inboxes — and are not duplicated.
+fn channel_order_refusal(network: NetworkKind, duplicates: bool) -> Option<&'static str> {
+    match network {
+        NetworkKind::Unordered | NetworkKind::GrowOnly => {
+            Some("channel order needs FIFO channels or inboxes, and this network delivers in any order")
+        }
+        NetworkKind::FifoChannels | NetworkKind::FifoInbox if duplicates => Some(
+            "channel order cannot be kept where the network may duplicate a message (set its budget to 0)",
+        ),
+        NetworkKind::FifoChannels | NetworkKind::FifoInbox => None,
+    }
+}
+
 /// One run's state besides the local space.
 struct Run<'r, 's, 'm, P: Protocol> {
     sim: &'s Simulator<'m, P>,
@@ -231,7 +254,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         let sim = self.sim;
         let in_flight = self.start.messages().cloned().collect::<Vec<_>>();
         let locals = sim.local_states(&self.start);
-        let channels = Channels::new(sim.model().node_count(), self.channel_order());
+        let channels = Channels::new(sim.model().node_count(), self.options.lmc.channel_order);
         let mut space = LocalSpace::new(sim, locals, in_flight, bound, self.options.lmc.duplicates, channels);
         let budget = self.options.lmc.soundness_budget.max(1);
         let verdicts = RefCell::new(Verdicts::new(self.soundness));
@@ -307,15 +330,6 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         self.note_space(&space, combiner.into_inner());
         let violation = verdicts.sound.map(|order| self.violation(&space, &order));
         (violation, space.bounded)
-    }
-
-    /// Whether local exploration keeps channel order ([`explore`]): asked for, and sound for
-    /// the model — FIFO channels or inboxes (a sender's messages to one node arrive in the
-    /// order sent, in both) that do not duplicate a message.
-    fn channel_order(&self) -> bool {
-        let model = self.sim.model();
-        let fifo = matches!(model.network_kind(), NetworkKind::FifoChannels | NetworkKind::FifoInbox);
-        self.options.lmc.channel_order && fifo && !model.fault_budget().duplicates.allows(0)
     }
 
     /// Records the space's counts in the statistics.
