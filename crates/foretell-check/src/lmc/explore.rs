@@ -256,11 +256,11 @@ impl<P: Protocol> NodeStates<P> {
         &self.counts[id as usize * width..][..width]
     }
 
-    /// The key state `id` is indexed by.
-    fn key(&self, id: StateId) -> u128 {
-        match self.keys.get(id as usize) {
-            Some(&key) => key,
-            None => self.states[id as usize].local.hash(),
+    /// The key state `id` is indexed by, with channel order `ORDERED`.
+    fn key<const ORDERED: bool>(&self, id: StateId) -> u128 {
+        match ORDERED {
+            true => self.keys[id as usize],
+            false => self.states[id as usize].local.hash(),
         }
     }
 
@@ -329,6 +329,17 @@ impl Channels {
             2 * self.nodes
         } else {
             0
+        }
+    }
+
+    /// [`Self::width`] where the caller is compiled for channel order `ORDERED`, the same as
+    /// [`Self::on`]: a constant without it.
+    #[inline]
+    fn width_if<const ORDERED: bool>(self) -> usize {
+        debug_assert_eq!(ORDERED, self.on);
+        match ORDERED {
+            true => self.width(),
+            false => 0,
         }
     }
 
@@ -495,10 +506,10 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     }
 
     /// The first message of `I+` with the envelope whose hash is `hash`, if any.
-    fn first_of(&self, hash: u128) -> Option<MsgId> {
-        match self.channels.width() {
-            0 => self.message_index.get(&(hash, 0, 0)),
-            _ => self.envelopes.get(&hash),
+    fn first_of<const ORDERED: bool>(&self, hash: u128) -> Option<MsgId> {
+        match ORDERED {
+            false => self.message_index.get(&(hash, 0, 0)),
+            true => self.envelopes.get(&hash),
         }
         .copied()
     }
@@ -552,6 +563,20 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         stopper: &Stopper,
         fresh: &mut impl FnMut(&Self, NodeId, StateId) -> ControlFlow<()>,
     ) -> ControlFlow<(), bool> {
+        // Compiled once with channel order and once without, so that the loops without it test
+        // nothing of it.
+        match self.channels.on {
+            true => self.round_in::<true>(stopper, fresh),
+            false => self.round_in::<false>(stopper, fresh),
+        }
+    }
+
+    /// [`Self::round`], with channel order `ORDERED` (the space's own).
+    fn round_in<const ORDERED: bool>(
+        &mut self,
+        stopper: &Stopper,
+        fresh: &mut impl FnMut(&Self, NodeId, StateId) -> ControlFlow<()>,
+    ) -> ControlFlow<(), bool> {
         let (states_before, messages_before) = (self.state_count(), self.messages.len());
         for m in 0..messages_before {
             if !self.messages[m].delivered {
@@ -564,7 +589,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             // A message a node sends itself is produced on its own path, or not at all (unless
             // it was in flight at the start).
             let to_itself = self.messages[m].envelope.from == to && m >= self.initial_messages.len();
-            let (width, place) = (self.channels.width(), self.messages[m].place);
+            let (width, place) = (self.channels.width_if::<ORDERED>(), self.messages[m].place);
             let turn = self.channels.received(self.messages[m].envelope.from);
             for s in start..end {
                 let states = &self.nodes[to.index()];
@@ -578,7 +603,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 if to_itself && states.sendings(state, first).is_none() {
                     continue;
                 }
-                self.transition(to, s as StateId, Step::Deliver(m as MsgId), stopper, fresh)?;
+                self.transition::<ORDERED>(to, s as StateId, Step::Deliver(m as MsgId), stopper, fresh)?;
             }
         }
         for node in NodeId::all(self.nodes.len()) {
@@ -595,7 +620,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                     continue;
                 }
                 for action in std::mem::take(&mut self.actions) {
-                    self.transition(node, s as StateId, Step::Local(action), stopper, fresh)?;
+                    self.transition::<ORDERED>(node, s as StateId, Step::Local(action), stopper, fresh)?;
                 }
             }
         }
@@ -603,7 +628,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     }
 
     /// Runs `step` on state `from` of `node` with every choice vector, adding what it produces.
-    fn transition(
+    fn transition<const ORDERED: bool>(
         &mut self,
         node: NodeId,
         from: StateId,
@@ -616,14 +641,14 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         }
         let mut odometer = ChoiceOdometer::new();
         loop {
-            self.transition_with(node, from, step, &mut odometer, fresh)?;
+            self.transition_with::<ORDERED>(node, from, step, &mut odometer, fresh)?;
             if !odometer.advance() {
                 return ControlFlow::Continue(());
             }
         }
     }
 
-    fn transition_with(
+    fn transition_with<const ORDERED: bool>(
         &mut self,
         node: NodeId,
         from: StateId,
@@ -650,11 +675,12 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         }
         // The next state's channel counts: the source's, with this step's sendings and
         // delivery.
-        let (channels, width) = (self.channels, self.channels.width());
+        let (channels, width) = (self.channels, self.channels.width_if::<ORDERED>());
         let mut counts = std::mem::take(&mut self.next_counts);
-        counts.clear();
-        counts.extend_from_slice(self.nodes[node.index()].counts(from, width));
-        let changed = outcome.next.hash() != source.local.hash();
+        if ORDERED {
+            counts.clear();
+            counts.extend_from_slice(self.nodes[node.index()].counts(from, width));
+        }
         // A message's copy number counts its sendings on the source's first path and earlier
         // in this step; its place, the sendings on its channel.
         let mut produced = Vec::with_capacity(outcome.sent.len());
@@ -662,7 +688,8 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             let hash = envelope.hash();
             let states = &self.nodes[node.index()];
             let source = &states.states[from as usize];
-            let before = self.first_of(hash).map_or(0, |first| states.sendings(source, first).unwrap_or(0));
+            let before =
+                self.first_of::<ORDERED>(hash).map_or(0, |first| states.sendings(source, first).unwrap_or(0));
             let earlier =
                 produced.iter().filter(|&&id| self.messages[id as usize].envelope.hash() == hash).count();
             let place = match width {
@@ -677,13 +704,19 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         }
         // A delivery that changed nothing stays a self-reference: the channel's next messages
         // may follow it or not, so it need not be counted.
-        if let (Step::Deliver(m), true) = (step, width > 0 && (changed || !produced.is_empty())) {
-            let message = &self.messages[m as usize];
-            counts[channels.received(message.envelope.from)] = message.place + 1;
+        if let (true, Step::Deliver(m)) = (ORDERED, step) {
+            let source = &self.nodes[node.index()].states[from as usize];
+            if outcome.next.hash() != source.local.hash() || !produced.is_empty() {
+                let message = &self.messages[m as usize];
+                counts[channels.received(message.envelope.from)] = message.place + 1;
+            }
         }
-        let key = channels.key(outcome.next.hash(), &counts);
+        let key = match ORDERED {
+            true => channels.key(outcome.next.hash(), &counts),
+            false => outcome.next.hash(),
+        };
         self.next_counts = counts;
-        if key == self.nodes[node.index()].key(from) {
+        if key == self.nodes[node.index()].key::<ORDERED>(from) {
             return ControlFlow::Continue(()); // a self-reference: not followed
         }
         let choices = &outcome.choices[..];
@@ -720,7 +753,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         states.histories.extend(consumed);
         states.histories.extend_from_within(at + split..at + len);
         let history_len = (len + usize::from(consumed.is_some())) as u32;
-        if width > 0 {
+        if ORDERED {
             states.counts.extend_from_slice(&self.next_counts);
             states.keys.push(key);
         }
