@@ -217,9 +217,10 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
     Ok(run.report(found, bounded))
 }
 
-/// Why local exploration cannot keep channel order ([`explore`]) on a `network` that
-/// `duplicates` messages or not: it is sound only where a sender's messages to one node arrive
-/// in the order sent — FIFO channels or inboxes — and are not duplicated.
+/// Why local exploration cannot keep channel order ([`explore`]) on `network`, where
+/// `duplicates` says whether the model may duplicate a message; `None` where it can. It is
+/// sound only where a sender's messages to one node arrive in the order sent (FIFO channels or
+/// inboxes) and none is duplicated.
 fn channel_order_refusal(network: NetworkKind, duplicates: bool) -> Option<&'static str> {
     match network {
         NetworkKind::Unordered | NetworkKind::GrowOnly => {
