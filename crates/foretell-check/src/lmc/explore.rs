@@ -343,9 +343,17 @@ impl Channels {
         }
     }
 
-    /// Where the count of messages sent to `to` sits.
-    fn sent(self, to: NodeId) -> usize {
-        to.index()
+    /// Counts one more message sent to `to` in a state's `counts` and returns its place on
+    /// the channel (0 when channel order is off and `counts` is empty).
+    #[inline]
+    fn send(self, counts: &mut [u32], to: NodeId) -> u32 {
+        match counts.get_mut(to.index()) {
+            Some(sent) => {
+                *sent += 1;
+                *sent - 1
+            }
+            None => 0,
+        }
     }
 
     /// Where the count of messages received from `from` sits.
@@ -412,15 +420,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let mut start_counts = vec![vec![0u32; width]; start.len()];
         let mut places = Vec::with_capacity(in_flight.len());
         for envelope in &in_flight {
-            let place = match width {
-                0 => 0,
-                _ => {
-                    let count = &mut start_counts[envelope.from.index()][channels.sent(envelope.to)];
-                    *count += 1;
-                    *count - 1
-                }
-            };
-            places.push(place);
+            places.push(channels.send(&mut start_counts[envelope.from.index()], envelope.to));
         }
         let nodes = start
             .into_iter()
@@ -497,6 +497,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         }
         let first = match (self.channels.width(), copy) {
             (0, 0) => id,
+            // A copy is sent only after the copies before it on the same path, so the first is in.
             (0, _) => self.message_index[&(key.0, 0, 0)],
             _ => *self.envelopes.entry(key.0).or_insert(id),
         };
@@ -692,14 +693,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                 self.first_of::<ORDERED>(hash).map_or(0, |first| states.sendings(source, first).unwrap_or(0));
             let earlier =
                 produced.iter().filter(|&&id| self.messages[id as usize].envelope.hash() == hash).count();
-            let place = match width {
-                0 => 0,
-                _ => {
-                    let sent = &mut counts[channels.sent(envelope.to)];
-                    *sent += 1;
-                    *sent - 1
-                }
-            };
+            let place = channels.send(&mut counts[..width], envelope.to);
             produced.push(self.intern(envelope, before + earlier as u32, place));
         }
         // A delivery that changed nothing stays a self-reference: the channel's next messages
