@@ -306,7 +306,7 @@ fn counter(name: &'static str, bad: fn(&[Msg]) -> bool) -> Model<Counter> {
         .projection(name, Projection::conflict(key))
 }
 
-/// Without channel order, node 0's third input comes a round after node 1 could hold `[B]`,
+/// Without channel order (the default), node 0's third input comes a round after node 1 could hold `[B]`,
 /// `[A, B]` and `[B, A]`, so the new state meets all three at once (one key group, projected),
 /// and one soundness check answers for the three combinations: it finds the one a run reaches
 /// (`[A, B]`; FIFO channels rule out the others) when the group has it, and rejects the group
@@ -316,10 +316,6 @@ fn one_check_answers_for_a_group_of_combinations() {
     let holds_b = counter("no B after three inputs", |received| received.contains(&Msg::B));
     let b_first = counter("B not first after three inputs", |received| received.first() == Some(&Msg::B));
     for mode in [LmcMode::General, LmcMode::Projected] {
-        let lmc = |model: &Model<Counter>, mode| {
-            let options = LmcOptions { mode, channel_order: false, ..LmcOptions::default() };
-            Check::lmc(model).lmc_options(options).run()
-        };
         let report = lmc(&holds_b, mode);
         let violation = report.assert_violated("no B after three inputs");
         let replayed = Simulator::new(&holds_b).unwrap().replay(&violation.trace).expect("the trace replays");
