@@ -8,11 +8,13 @@
 //! all: two locked instructions per node and world, which took 9% of a one-thread depth-first
 //! search of two-phase commit (docs/BENCHMARKS.md, "Locked instructions"). A swap moves the
 //! changed parts only, and counts nothing. The network is one such part, a copy with the step's
-//! sends, except where a large grow-only network would be copied for a few sends: then the
-//! delta adds them to the world's own network in place and takes them back
-//! ([`NetworkPart::Sends`]).
+//! sends, except where a large network would be copied for a few changes: then the delta makes
+//! them in the world's own network in place and undoes them — the sends added to a grow-only
+//! network ([`NetworkPart::Sends`]), the message consumed and the sends posted to the other kinds
+//! ([`NetworkPart::Edit`]). A deep search whose network grows with depth then keeps a few
+//! messages per pending successor rather than a whole network.
 
-use crate::network::Network;
+use crate::network::{Envelope, Network};
 use crate::step_memo::Ran;
 use crate::world::{FaultsUsed, NodeSlot};
 use crate::{Fingerprint, Protocol, World};
@@ -52,10 +54,52 @@ pub(crate) enum NetworkPart<P: Protocol> {
     /// once less. `added` has bit `k` set for each of `ran`'s sends the swap in added (the
     /// others were held already), or is [`NOT_ADDED`] while the delta is not swapped in.
     Sends { ran: Rc<Ran<P>>, added: u64 },
+    /// Takes the message a step consumes out of a network of the consuming kinds, and posts the
+    /// handler's sends, in place; boxed, as it is rarer than the others and keeps the delta at
+    /// 64 bytes.
+    Edit(Box<Edit<P>>),
 }
 
-/// [`NetworkPart::Sends`]'s `added` while its sends are not in the world: no run of at most 63
-/// sends adds all 64.
+/// [`NetworkPart::Edit`]: a step's changes to a consuming network, made in place.
+pub(crate) struct Edit<P: Protocol> {
+    /// The index of the message the step consumes (delivers or loses), if it consumes one.
+    consumed: Option<u32>,
+    /// The handler run whose sends are posted, if it sends.
+    ran: Option<Rc<Ran<P>>>,
+    /// The network's hash after the step; once swapped in, before it.
+    hash: u128,
+    /// While swapped in: the message consumed.
+    taken: Option<Arc<Envelope<P::Msg>>>,
+    /// While swapped in, bit `k` for each of `ran`'s sends that opened a connection (a FIFO
+    /// channel's first message between two nodes); [`NOT_ADDED`] while not swapped in.
+    opened: u64,
+}
+
+impl<P: Protocol> Edit<P> {
+    /// The edit that consumes message `consumed` and posts `ran`'s sends, leaving the network
+    /// with the hash `hash`.
+    pub(crate) fn new(consumed: Option<u32>, ran: Option<Rc<Ran<P>>>, hash: u128) -> Self {
+        Edit { consumed, ran, hash, taken: None, opened: NOT_ADDED }
+    }
+
+    /// Makes the step's changes to `world`'s network; or, made, undoes them.
+    #[inline(never)]
+    fn swap(&mut self, world: &mut World<P>) {
+        let network = Arc::make_mut(&mut world.network);
+        let sends = self.ran.as_ref().map_or(&[][..], |ran| &ran.sends[..]);
+        let consumed = self.consumed.map(|index| index as usize);
+        let hash = std::mem::replace(&mut self.hash, network.hash());
+        if self.opened == NOT_ADDED {
+            (self.taken, self.opened) = network.edit_in_place(consumed, sends, hash);
+        } else {
+            network.undo_in_place(consumed, self.taken.take(), sends, self.opened, hash);
+            self.opened = NOT_ADDED;
+        }
+    }
+}
+
+/// [`NetworkPart::Sends`]'s `added` (and [`Edit`]'s `opened`) while its changes are not in the
+/// world: no run of at most 63 sends adds (or opens) all 64.
 pub(crate) const NOT_ADDED: u64 = u64::MAX;
 
 impl<P: Protocol> NetworkPart<P> {
@@ -65,6 +109,7 @@ impl<P: Protocol> NetworkPart<P> {
             NetworkPart::Unchanged => {}
             NetworkPart::Whole(network) => std::mem::swap(&mut world.network, network),
             NetworkPart::Sends { ran, added } => swap_sends(ran, added, world),
+            NetworkPart::Edit(edit) => edit.swap(world),
         }
     }
 }
@@ -136,9 +181,9 @@ impl<P: Protocol> Delta<P> {
 
 #[cfg(test)]
 mod tests {
-    use super::Delta;
-    use crate::{Driver, Model, NetworkKind, NodeId, Out, Protocol, Simulator};
-    use std::collections::HashSet;
+    use super::{Delta, NetworkPart, Parts};
+    use crate::{Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, Simulator};
+    use std::collections::{HashSet, VecDeque};
 
     struct Nothing;
 
@@ -225,6 +270,81 @@ mod tests {
         }
         assert_eq!(seen.len(), 1 << INPUTS, "every set of inputs taken");
         assert!(partly_held > 0, "some step sent a message held already");
+    }
+
+    /// Node 0 starts by sending node 1 `RELAYED` messages; node 1 relays each to node 2 and
+    /// the even ones to itself too, and counts them: a consuming network large enough for a
+    /// step's delivery and sends to be made in place, with connections opened by a send.
+    struct Relay;
+
+    const RELAYED: u8 = 40;
+
+    impl Protocol for Relay {
+        /// The messages taken.
+        type State = u8;
+        type Msg = u8;
+        type Timer = ();
+        type Input = ();
+
+        fn init(&self, me: NodeId, out: &mut Out<'_, Self>) -> u8 {
+            if me == NodeId::new(0) {
+                (0..RELAYED).for_each(|i| out.send(NodeId::new(1), i));
+            }
+            0
+        }
+
+        fn on_message(&self, me: NodeId, taken: &mut u8, from: NodeId, msg: &u8, out: &mut Out<'_, Self>) {
+            *taken += 1;
+            if me == NodeId::new(1) && from == NodeId::new(0) {
+                out.send(NodeId::new(2), *msg);
+                if msg % 2 == 0 {
+                    out.send(me, *msg);
+                }
+            }
+        }
+    }
+
+    /// Every successor of the first worlds of a breadth-first search of [`Relay`] on each
+    /// consuming network kind, with drops and duplicates, as a delta swapped into a copy of its
+    /// world, makes the built successor; swapped again, the world. Some deltas are edits in
+    /// place, and some of those open a connection.
+    #[test]
+    fn a_delta_edits_a_large_consuming_network_in_place_and_undoes_it() {
+        for kind in [NetworkKind::Unordered, NetworkKind::FifoChannels, NetworkKind::FifoInbox] {
+            let faults = Faults::none().drops(Budget::at_most(2)).duplicates(Budget::at_most(1));
+            let model = Model::new(Relay).nodes(3).network(kind).faults(faults);
+            let sim = Simulator::new(&model).unwrap();
+            let mut worlds = VecDeque::new();
+            sim.initial_worlds(|_, world, _| worlds.push_back(world));
+            let (mut seen, mut edits, mut opening) = (HashSet::new(), 0, 0);
+            while let Some(world) = worlds.pop_front() {
+                if seen.len() == 600 || !seen.insert(world.fingerprint()) {
+                    continue;
+                }
+                let mut built = Vec::new();
+                sim.successors(&world, |successor| built.push(successor.into_world()));
+                let mut deltas = Vec::new();
+                sim.successors(&world, |successor| deltas.push(successor.unbuilt().delta(&world)));
+                let mut swapped = world.clone();
+                for (mut delta, next) in deltas.into_iter().zip(&built) {
+                    delta.swap(&mut swapped);
+                    if let Parts::Changed { network: NetworkPart::Edit(edit), .. } = &delta.0 {
+                        edits += 1;
+                        opening += usize::from(edit.opened != 0);
+                    }
+                    assert_eq!(swapped.to_bytes(), next.to_bytes(), "{kind:?}: a delta makes the successor");
+                    assert_eq!(swapped.fingerprint(), next.fingerprint(), "{kind:?}");
+                    delta.swap(&mut swapped);
+                    assert_eq!(swapped.to_bytes(), world.to_bytes(), "{kind:?}: a delta undoes itself");
+                    assert_eq!(swapped.fingerprint(), world.fingerprint(), "{kind:?}");
+                }
+                worlds.extend(built);
+            }
+            assert_eq!(seen.len(), 600, "{kind:?}: the space has more worlds than compared");
+            assert!(edits > 0, "{kind:?}: some delta edits the network in place");
+            let opens = kind == NetworkKind::FifoChannels;
+            assert_eq!(opening > 0, opens, "{kind:?}: only FIFO channels have connections to open");
+        }
     }
 
     /// A search moves a delta several times per new world (pushed, popped, swapped in, kept on

@@ -394,24 +394,19 @@ impl<M: Serialize> Network<M> {
 
     /// [`Network::send`] for an envelope that other worlds may hold too.
     pub(crate) fn send_shared(&mut self, envelope: Arc<Envelope<M>>) {
-        let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
+        let hash = envelope.hash;
         let at = match self.kind {
-            NetworkKind::Unordered => self.messages.partition_point(|e| (e.to, e.hash) <= (to, hash)),
             NetworkKind::GrowOnly => match self.search(&envelope) {
                 Ok(_) => return,
                 Err(at) => at,
             },
             NetworkKind::FifoChannels => {
-                if from != to {
-                    let pair = (from.min(to), from.max(to));
-                    if let Err(at) = self.connections.binary_search(&pair) {
-                        self.connections.insert(at, pair);
-                        self.hash = self.hash.wrapping_add(connection_term(pair));
-                    }
+                if let Some(pair) = self.open(&envelope) {
+                    self.hash = self.hash.wrapping_add(connection_term(pair));
                 }
-                self.messages.partition_point(|e| (e.from, e.to) <= (from, to))
+                self.post_at(&envelope)
             }
-            NetworkKind::FifoInbox => self.messages.partition_point(|e| e.to <= to),
+            NetworkKind::Unordered | NetworkKind::FifoInbox => self.post_at(&envelope),
         };
         let term = match self.kind {
             NetworkKind::Unordered | NetworkKind::GrowOnly => hash,
@@ -421,6 +416,86 @@ impl<M: Serialize> Network<M> {
             }
         };
         self.place(at, envelope, term);
+    }
+
+    /// Where a consuming network puts `envelope` when it is sent: behind its equals (unordered)
+    /// or at the end of its queue (FIFO).
+    fn post_at(&self, envelope: &Envelope<M>) -> usize {
+        let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
+        match self.kind {
+            NetworkKind::Unordered | NetworkKind::GrowOnly => {
+                self.messages.partition_point(|e| (e.to, e.hash) <= (to, hash))
+            }
+            NetworkKind::FifoChannels => self.messages.partition_point(|e| (e.from, e.to) <= (from, to)),
+            NetworkKind::FifoInbox => self.messages.partition_point(|e| e.to <= to),
+        }
+    }
+
+    /// Opens the connection a message sent over FIFO channels needs, if it is not open (a
+    /// node's messages to itself need none); the pair opened, if any.
+    fn open(&mut self, envelope: &Envelope<M>) -> Option<(NodeId, NodeId)> {
+        let (from, to) = (envelope.from, envelope.to);
+        if from == to {
+            return None;
+        }
+        let pair = (from.min(to), from.max(to));
+        let at = self.connections.binary_search(&pair).err()?;
+        self.connections.insert(at, pair);
+        Some(pair)
+    }
+
+    /// Makes a step's changes to this consuming network in place: takes message `consumed`
+    /// (if any), posts `sends`, and sets the hash to `hash`, which the step's fingerprint
+    /// already had to know, so that no queue is hashed again. Returns the message taken and, in
+    /// bit `k`, whether send `k` opened a connection; [`Network::undo_in_place`] undoes it.
+    pub(crate) fn edit_in_place(
+        &mut self,
+        consumed: Option<usize>,
+        sends: &[Arc<Envelope<M>>],
+        hash: u128,
+    ) -> (Option<Arc<Envelope<M>>>, u64) {
+        debug_assert!(self.kind.consumes() && sends.len() < 64, "in place: a consuming network");
+        let taken = consumed.map(|index| self.messages.remove(index));
+        let mut opened = 0;
+        for (k, envelope) in sends.iter().enumerate() {
+            if self.kind == NetworkKind::FifoChannels && self.open(envelope).is_some() {
+                opened |= 1 << k;
+            }
+            self.may_hold |= bloom_bit(envelope.hash);
+            let at = self.post_at(envelope);
+            self.messages.insert(at, Arc::clone(envelope));
+        }
+        self.hash = hash;
+        self.debug_check();
+        (taken, opened)
+    }
+
+    /// Undoes [`Network::edit_in_place`]: takes back `sends`, last first, each from where it
+    /// was posted (the end of its queue, or of its run of equals), with the connections
+    /// `opened`; puts `taken` back at `consumed`; and sets the hash back to `hash`.
+    pub(crate) fn undo_in_place(
+        &mut self,
+        consumed: Option<usize>,
+        taken: Option<Arc<Envelope<M>>>,
+        sends: &[Arc<Envelope<M>>],
+        opened: u64,
+        hash: u128,
+    ) {
+        for (k, envelope) in sends.iter().enumerate().rev() {
+            let at = self.post_at(envelope) - 1;
+            debug_assert_eq!(self.messages[at].hash, envelope.hash, "a send ends its queue");
+            self.messages.remove(at);
+            if opened & (1 << k) != 0 {
+                let pair = (envelope.from.min(envelope.to), envelope.from.max(envelope.to));
+                let at = self.connections.binary_search(&pair).expect("the send opened it");
+                self.connections.remove(at);
+            }
+        }
+        if let (Some(index), Some(taken)) = (consumed, taken) {
+            self.messages.insert(index, taken);
+        }
+        self.hash = hash;
+        self.debug_check();
     }
 
     /// Puts `envelope` at index `at`, adding `term` to the network's hash.

@@ -11,7 +11,7 @@
 //! the handler is re-run with each choice vector in lexicographic order (VeriSoft-style
 //! re-execution within one step), so one action can have several successors.
 
-use crate::delta::{NetworkPart, NOT_ADDED};
+use crate::delta::{Edit, NetworkPart, NOT_ADDED};
 use crate::idle_events::IdleFacts;
 use crate::network::{Network, NetworkView};
 use crate::out::Chooser;
@@ -189,8 +189,8 @@ impl<P: Protocol> Change<P> {
 
     /// The change as the parts of `parent` it replaces.
     fn delta(mut self, parent: &World<P>) -> Delta<P> {
-        let network = match self.sends_in_place(&parent.network) {
-            Some(ran) => NetworkPart::Sends { ran, added: NOT_ADDED },
+        let network = match self.in_place(&parent.network) {
+            Some(part) => part,
             None => self
                 .next_network(&parent.network)
                 .map_or(NetworkPart::Unchanged, |network| NetworkPart::Whole(Arc::new(network))),
@@ -199,25 +199,49 @@ impl<P: Protocol> Change<P> {
         Delta::changed(self.fingerprint, node, network, self.rest)
     }
 
-    /// The handler run whose sends a delta adds to `parent`, a grow-only network, in place
-    /// rather than into a copy: where the step does nothing else to the network and the network
-    /// holds at least eight messages per message sent, plus eight. A copy counts every message
-    /// held up once and, when dropped, down once; an edit in place adds and takes back each
-    /// message sent twice over (to examine the new world, then to walk through it), each time
-    /// with a search, a shift of the list and a count, and checks the network is not shared.
-    /// Below that size neither way measured faster (two-phase commit, whose networks hold at
-    /// most two messages per resource manager); Paxos.tla, with dozens, ran 14% faster in place
-    /// (docs/BENCHMARKS.md, "Grow-only sends added in place").
-    fn sends_in_place(&self, parent: &Network<P::Msg>) -> Option<Rc<Ran<P>>> {
-        let Some(HandlerStep { lands: true, ran, .. }) = &self.step else {
+    /// The step's changes to `parent` as a delta makes them in place rather than in a copy:
+    /// where the step only consumes a message and posts its handler's sends (a grow-only
+    /// network consumes nothing) and the network holds at least eight messages per change,
+    /// plus eight. A copy counts every message held up once and, when dropped, down once, and
+    /// keeps the whole network for as long as the delta waits; an edit in place makes and
+    /// undoes each change twice over (to examine the new world, then to walk through it), each
+    /// time with a search, a shift of the list and the hash of the queue it changes, and checks
+    /// the network is not shared. Below that size neither way measured faster on grow-only
+    /// networks (two-phase commit, whose networks hold at most two messages per resource
+    /// manager); Paxos.tla, with dozens, ran 14% faster in place (docs/BENCHMARKS.md,
+    /// "Grow-only sends added in place", and "Consuming networks edited in place").
+    fn in_place(&self, parent: &Network<P::Msg>) -> Option<NetworkPart<P>> {
+        // Most networks are too small for any change: asked first, as every new world asks.
+        if parent.messages().len() < 16 {
             return None;
+        }
+        let ran = match &self.step {
+            Some(HandlerStep { lands: true, ran, .. }) => Some(ran),
+            _ => None,
         };
-        let sends = ran.sends.len();
-        let worth = parent.kind() == NetworkKind::GrowOnly
-            && self.network.is_none()
-            && sends < 64
-            && parent.messages().len() >= 8 * (sends + 1);
-        worth.then(|| Rc::clone(ran))
+        let sends = ran.map_or(0, |ran| ran.sends.len());
+        let consumed = match self.network {
+            NetworkEdit::None => None,
+            NetworkEdit::Consume(index) => Some(index),
+            NetworkEdit::Rebuilt(_) => return None,
+        };
+        let changes = sends + usize::from(consumed.is_some());
+        if changes == 0 || sends >= 64 || parent.messages().len() < 8 * (changes + 1) {
+            return None;
+        }
+        let ran = ran.map(Rc::clone);
+        Some(match parent.kind() {
+            NetworkKind::GrowOnly if consumed.is_none() => NetworkPart::Sends { ran: ran?, added: NOT_ADDED },
+            NetworkKind::GrowOnly => return None,
+            _ => {
+                // The hash the fingerprint was found with, again: a step that sends is rare
+                // among the successors a search meets, and rarer among the new ones.
+                let view = self.network.view(parent);
+                let sends = ran.as_ref().map_or(&[][..], |ran| &ran.sends[..]);
+                let hash = view.hash().wrapping_add(view.sends_term(sends).0);
+                NetworkPart::Edit(Box::new(Edit::new(consumed, ran, hash)))
+            }
+        })
     }
 
     /// The acting node's index and its next slot, where the handler changed it.
