@@ -420,6 +420,7 @@ impl<M: Serialize> Network<M> {
 
     /// Where a consuming network puts `envelope` when it is sent: behind its equals (unordered)
     /// or at the end of its queue (FIFO).
+    #[inline]
     fn post_at(&self, envelope: &Envelope<M>) -> usize {
         let (from, to, hash) = (envelope.from, envelope.to, envelope.hash);
         match self.kind {
@@ -433,6 +434,7 @@ impl<M: Serialize> Network<M> {
 
     /// Opens the connection a message sent over FIFO channels needs, if it is not open (a
     /// node's messages to itself need none); the pair opened, if any.
+    #[inline]
     fn open(&mut self, envelope: &Envelope<M>) -> Option<(NodeId, NodeId)> {
         let (from, to) = (envelope.from, envelope.to);
         if from == to {
