@@ -205,8 +205,8 @@ impl<P: Protocol> Change<P> {
     /// plus eight. A copy counts every message held up once and, when dropped, down once, and
     /// keeps the whole network for as long as the delta waits; an edit in place makes and
     /// undoes each change twice over (to examine the new world, then to walk through it), each
-    /// time with a search, a shift of the list and the hash of the queue it changes, and checks
-    /// the network is not shared. Below that size neither way measured faster on grow-only
+    /// time with a search and a shift of the list (and, grow-only, a count), and checks the
+    /// network is not shared. Below that size neither way measured faster on grow-only
     /// networks (two-phase commit, whose networks hold at most two messages per resource
     /// manager); Paxos.tla, with dozens, ran 14% faster in place (docs/BENCHMARKS.md,
     /// "Grow-only sends added in place", and "Consuming networks edited in place").
@@ -234,8 +234,9 @@ impl<P: Protocol> Change<P> {
             NetworkKind::GrowOnly if consumed.is_none() => NetworkPart::Sends { ran: ran?, added: NOT_ADDED },
             NetworkKind::GrowOnly => return None,
             _ => {
-                // The hash the fingerprint was found with, again: a step that sends is rare
-                // among the successors a search meets, and rarer among the new ones.
+                // The network's hash after the step, worked out again as the fingerprint was:
+                // once per delta, where keeping it through each edit would hash the changed
+                // queue at every swap.
                 let view = self.network.view(parent);
                 let sends = ran.as_ref().map_or(&[][..], |ran| &ran.sends[..]);
                 let hash = view.hash().wrapping_add(view.sends_term(sends).0);
