@@ -179,8 +179,8 @@ impl<'n, M: Serialize> NetworkView<'n, M> {
             NetworkKind::FifoChannels | NetworkKind::FifoInbox => {
                 let mut term = 0u128;
                 if network.kind == NetworkKind::FifoChannels && from != to {
-                    let pair = (from.min(to), from.max(to));
-                    let opened = |e: &Arc<Envelope<M>>| (e.from.min(e.to), e.from.max(e.to)) == pair;
+                    let pair = connection(envelope);
+                    let opened = |e: &Arc<Envelope<M>>| connection(e) == pair;
                     if network.connections.binary_search(&pair).is_err() && !earlier.iter().any(opened) {
                         term = connection_term(pair);
                     }
@@ -436,11 +436,10 @@ impl<M: Serialize> Network<M> {
     /// node's messages to itself need none); the pair opened, if any.
     #[inline]
     fn open(&mut self, envelope: &Envelope<M>) -> Option<(NodeId, NodeId)> {
-        let (from, to) = (envelope.from, envelope.to);
-        if from == to {
+        if envelope.from == envelope.to {
             return None;
         }
-        let pair = (from.min(to), from.max(to));
+        let pair = connection(envelope);
         let at = self.connections.binary_search(&pair).err()?;
         self.connections.insert(at, pair);
         Some(pair)
@@ -488,8 +487,7 @@ impl<M: Serialize> Network<M> {
             debug_assert_eq!(self.messages[at].hash, envelope.hash, "a send ends its queue");
             self.messages.remove(at);
             if opened & (1 << k) != 0 {
-                let pair = (envelope.from.min(envelope.to), envelope.from.max(envelope.to));
-                let at = self.connections.binary_search(&pair).expect("the send opened it");
+                let at = self.connections.binary_search(&connection(envelope)).expect("the send opened it");
                 self.connections.remove(at);
             }
         }
@@ -759,6 +757,11 @@ fn error_term((node, peer): (NodeId, NodeId)) -> u128 {
 
 fn connection_term((a, b): (NodeId, NodeId)) -> u128 {
     FingerprintHasher::mix(1 << 63, pair_hash(a, b))
+}
+
+/// The connection a message travels over: its two ends, lower node first.
+fn connection<M>(envelope: &Envelope<M>) -> (NodeId, NodeId) {
+    (envelope.from.min(envelope.to), envelope.from.max(envelope.to))
 }
 
 fn pair_hash(a: NodeId, b: NodeId) -> u128 {
