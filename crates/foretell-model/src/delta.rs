@@ -182,7 +182,7 @@ impl<P: Protocol> Delta<P> {
 #[cfg(test)]
 mod tests {
     use super::{Delta, NetworkPart, Parts};
-    use crate::{Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, Simulator};
+    use crate::{Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World};
     use std::collections::{HashSet, VecDeque};
 
     struct Nothing;
@@ -236,19 +236,21 @@ mod tests {
         }
     }
 
-    /// Every successor of every world, as a delta swapped into a copy of its world, makes the
-    /// built successor; swapped again, the world: also where a step's sends are partly held
-    /// already, so that only the others are added in place and taken back.
-    #[test]
-    fn a_delta_adds_to_a_grow_only_network_only_what_it_did_not_hold() {
-        let driver = (0..INPUTS).fold(Driver::new(), |driver, i| driver.spontaneous(NodeId::new(0), i));
-        let model = Model::new(Overlap).nodes(2).network(NetworkKind::GrowOnly).driver(driver);
-        let sim = Simulator::new(&model).unwrap();
-        let mut worlds = Vec::new();
-        sim.initial_worlds(|_, world, _| worlds.push(world));
-        let (mut seen, mut partly_held) = (HashSet::new(), 0);
-        while let Some(world) = worlds.pop() {
-            if !seen.insert(world.fingerprint()) {
+    /// Walks `model` breadth-first through up to `limit` worlds and checks that every successor,
+    /// as a delta swapped into a copy of its world, makes the built successor, and swapped again
+    /// the world; `inspect` sees each world, successor and delta while it is swapped in. Returns
+    /// how many worlds were walked.
+    fn check_deltas<P: Protocol>(
+        model: &Model<P>,
+        limit: usize,
+        mut inspect: impl FnMut(&World<P>, &World<P>, &Delta<P>),
+    ) -> usize {
+        let sim = Simulator::new(model).unwrap();
+        let mut worlds = VecDeque::new();
+        sim.initial_worlds(|_, world, _| worlds.push_back(world));
+        let mut seen = HashSet::new();
+        while let Some(world) = worlds.pop_front() {
+            if seen.len() == limit || !seen.insert(world.fingerprint()) {
                 continue;
             }
             let mut built = Vec::new();
@@ -257,9 +259,8 @@ mod tests {
             sim.successors(&world, |successor| deltas.push(successor.unbuilt().delta(&world)));
             let mut swapped = world.clone();
             for (mut delta, next) in deltas.into_iter().zip(&built) {
-                let added = next.messages().len() - world.messages().len();
-                partly_held += usize::from(added == 1);
                 delta.swap(&mut swapped);
+                inspect(&world, next, &delta);
                 assert_eq!(swapped.to_bytes(), next.to_bytes(), "a delta makes the successor");
                 assert_eq!(swapped.fingerprint(), next.fingerprint());
                 delta.swap(&mut swapped);
@@ -268,7 +269,21 @@ mod tests {
             }
             worlds.extend(built);
         }
-        assert_eq!(seen.len(), 1 << INPUTS, "every set of inputs taken");
+        seen.len()
+    }
+
+    /// Every successor of every world, as a delta swapped into a copy of its world, makes the
+    /// built successor; swapped again, the world: also where a step's sends are partly held
+    /// already, so that only the others are added in place and taken back.
+    #[test]
+    fn a_delta_adds_to_a_grow_only_network_only_what_it_did_not_hold() {
+        let driver = (0..INPUTS).fold(Driver::new(), |driver, i| driver.spontaneous(NodeId::new(0), i));
+        let model = Model::new(Overlap).nodes(2).network(NetworkKind::GrowOnly).driver(driver);
+        let mut partly_held = 0;
+        let seen = check_deltas(&model, usize::MAX, |world, next, _| {
+            partly_held += usize::from(next.messages().len() - world.messages().len() == 1);
+        });
+        assert_eq!(seen, 1 << INPUTS, "every set of inputs taken");
         assert!(partly_held > 0, "some step sent a message held already");
     }
 
@@ -313,34 +328,14 @@ mod tests {
         for kind in [NetworkKind::Unordered, NetworkKind::FifoChannels, NetworkKind::FifoInbox] {
             let faults = Faults::none().drops(Budget::at_most(2)).duplicates(Budget::at_most(1));
             let model = Model::new(Relay).nodes(3).network(kind).faults(faults);
-            let sim = Simulator::new(&model).unwrap();
-            let mut worlds = VecDeque::new();
-            sim.initial_worlds(|_, world, _| worlds.push_back(world));
-            let (mut seen, mut edits, mut opening) = (HashSet::new(), 0, 0);
-            while let Some(world) = worlds.pop_front() {
-                if seen.len() == 600 || !seen.insert(world.fingerprint()) {
-                    continue;
+            let (mut edits, mut opening) = (0, 0);
+            let seen = check_deltas(&model, 600, |_, _, delta| {
+                if let Parts::Changed { network: NetworkPart::Edit(edit), .. } = &delta.0 {
+                    edits += 1;
+                    opening += usize::from(edit.opened != 0);
                 }
-                let mut built = Vec::new();
-                sim.successors(&world, |successor| built.push(successor.into_world()));
-                let mut deltas = Vec::new();
-                sim.successors(&world, |successor| deltas.push(successor.unbuilt().delta(&world)));
-                let mut swapped = world.clone();
-                for (mut delta, next) in deltas.into_iter().zip(&built) {
-                    delta.swap(&mut swapped);
-                    if let Parts::Changed { network: NetworkPart::Edit(edit), .. } = &delta.0 {
-                        edits += 1;
-                        opening += usize::from(edit.opened != 0);
-                    }
-                    assert_eq!(swapped.to_bytes(), next.to_bytes(), "{kind:?}: a delta makes the successor");
-                    assert_eq!(swapped.fingerprint(), next.fingerprint(), "{kind:?}");
-                    delta.swap(&mut swapped);
-                    assert_eq!(swapped.to_bytes(), world.to_bytes(), "{kind:?}: a delta undoes itself");
-                    assert_eq!(swapped.fingerprint(), world.fingerprint(), "{kind:?}");
-                }
-                worlds.extend(built);
-            }
-            assert_eq!(seen.len(), 600, "{kind:?}: the space has more worlds than compared");
+            });
+            assert_eq!(seen, 600, "{kind:?}: the space has more worlds than compared");
             assert!(edits > 0, "{kind:?}: some delta edits the network in place");
             let opens = kind == NetworkKind::FifoChannels;
             assert_eq!(opening > 0, opens, "{kind:?}: only FIFO channels have connections to open");
