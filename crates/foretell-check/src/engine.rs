@@ -14,6 +14,7 @@ use foretell_model::{ModelError, Protocol, Simulator};
 /// Runs the engine `options` names.
 pub(crate) fn run<P: Protocol>(sim: Simulator<'_, P>, options: &CheckOptions) -> Result<Report, ModelError> {
     fits_in_memory(options)?;
+    crate::teardown::settle();
     Ok(match options.engine {
         EngineKind::Lmc => return crate::lmc::run(&sim, options),
         EngineKind::Bfs => bfs::run(Exploration::new(sim, options), options.threads),

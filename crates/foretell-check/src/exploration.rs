@@ -231,6 +231,11 @@ impl<'m, 'o, P: Protocol> Exploration<'m, 'o, P> {
         (violation, init_choices, steps)
     }
 
+    /// When the run started.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
     /// The report, with `found` (the violation and the steps that reach it) if any.
     pub(crate) fn finish(mut self, found: Option<Found>) -> Report {
         self.stats.seconds = self.started.elapsed().as_secs_f64();

@@ -42,6 +42,7 @@ mod report;
 mod segmented_vec;
 mod shared_path;
 mod stop;
+mod teardown;
 mod zeroed_pages;
 
 pub use check::Check;

@@ -242,7 +242,9 @@ pub(crate) fn run<P: Protocol>(mut exp: Exploration<'_, '_, P>, threads: usize) 
             }
         });
     }
-    drop(shared);
+    // The levels hold every world queued when the search stopped.
+    let Shared { level, next, .. } = shared;
+    crate::teardown::release((level, next), exp.started());
     for worker in &workers {
         exp.absorb(&worker.tally);
     }
