@@ -43,6 +43,18 @@ enum Parts<P: Protocol> {
     World(Box<World<P>>),
 }
 
+/// What is left of a delta once what it shares with its thread's step memo is dropped
+/// ([`Delta::into_remains`]): its node slot and a whole network or world, if it holds them,
+/// which any thread may drop. A search stopped deep down holds gigabytes of such networks in
+/// its pending deltas, and hands them to a thread of their own rather than drop them between
+/// its time budget and its report.
+pub struct Remains<P: Protocol> {
+    // Held only to be dropped.
+    _slot: Option<Arc<NodeSlot<P>>>,
+    _network: Option<Arc<Network<P::Msg>>>,
+    _world: Option<Box<World<P>>>,
+}
+
 /// What a step does to the network, as a delta holds it.
 pub(crate) enum NetworkPart<P: Protocol> {
     /// Nothing.
@@ -151,6 +163,23 @@ impl<P: Protocol> Delta<P> {
         Delta(Parts::World(Box::new(world)))
     }
 
+    /// The delta less what it shares with the step memo of the thread that made it, which only
+    /// that thread may let go of (a handler run's sends, shared by [`Rc`]): dropped here, and
+    /// the rest returned, which any thread may drop.
+    pub fn into_remains(self) -> Remains<P> {
+        match self.0 {
+            Parts::Changed { node, network, .. } => Remains {
+                _slot: node.map(|(_, slot)| slot),
+                _network: match network {
+                    NetworkPart::Whole(network) => Some(network),
+                    NetworkPart::Unchanged | NetworkPart::Sends { .. } | NetworkPart::Edit(_) => None,
+                },
+                _world: None,
+            },
+            Parts::World(world) => Remains { _slot: None, _network: None, _world: Some(world) },
+        }
+    }
+
     /// Exchanges the parts the delta holds with `world`'s. Made for a world by
     /// [`crate::Unbuilt::delta`] (or [`Delta::whole`] from its successor), the first swap turns
     /// that world into the successor and leaves the replaced parts here; the second turns it
@@ -184,6 +213,7 @@ mod tests {
     use super::{Delta, NetworkPart, Parts};
     use crate::{Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World};
     use std::collections::{HashSet, VecDeque};
+    use std::sync::Arc;
 
     struct Nothing;
 
@@ -340,6 +370,31 @@ mod tests {
             let opens = kind == NetworkKind::FifoChannels;
             assert_eq!(opening > 0, opens, "{kind:?}: only FIFO channels have connections to open");
         }
+    }
+
+    /// What is left of a delta keeps its whole network, and another thread may drop it: a
+    /// reset's successor on FIFO channels holds one, which its remains keep alive until
+    /// dropped there.
+    #[test]
+    fn a_delta_s_remains_keep_its_whole_network_for_another_thread_to_drop() {
+        let faults = Faults::none().resets(Budget::at_most(1));
+        let model = Model::new(Relay).nodes(3).network(NetworkKind::FifoChannels).faults(faults);
+        let sim = Simulator::new(&model).unwrap();
+        let mut start = None;
+        sim.initial_worlds(|_, world, _| start = Some(world));
+        let world = start.expect("one initial world");
+        let mut deltas = Vec::new();
+        sim.successors(&world, |successor| deltas.push(successor.unbuilt().delta(&world)));
+        let whole = |delta: &Delta<Relay>| match &delta.0 {
+            Parts::Changed { network: NetworkPart::Whole(network), .. } => Some(Arc::downgrade(network)),
+            _ => None,
+        };
+        let networks: Vec<_> = deltas.iter().filter_map(whole).collect();
+        assert!(!networks.is_empty(), "a reset's delta holds a whole network");
+        let remains: Vec<_> = deltas.into_iter().map(Delta::into_remains).collect();
+        assert!(networks.iter().all(|n| n.upgrade().is_some()), "the remains keep the networks");
+        std::thread::spawn(move || drop(remains)).join().expect("dropped on another thread");
+        assert!(networks.iter().all(|n| n.upgrade().is_none()), "dropped with the remains");
     }
 
     /// A search moves a delta several times per new world (pushed, popped, swapped in, kept on

@@ -51,7 +51,7 @@ mod world_bytes;
 
 pub use cache_hint::{prefetch, prefetch_once};
 pub use caught_panic::{catch_panic, panic_message};
-pub use delta::Delta;
+pub use delta::{Delta, Remains};
 pub use event::{Action, Event};
 pub use fingerprint::{Fingerprint, FingerprintHasher};
 pub use ignored::Ignored;

@@ -30,6 +30,7 @@ use crate::Report;
 use foretell_model::{Delta, Protocol, Simulator, StepViolation, World};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// The path to a world: the index of its initial world, then each step's successor ordinal.
 type Path = SharedPath<u32>;
@@ -186,9 +187,10 @@ fn work<P: Protocol>(
         let stop = walk.explore(run, seen, board, world, &path, tally);
         board.done();
         if stop {
-            return;
+            break;
         }
     }
+    walk.release(run.exp.started());
 }
 
 /// A worker's stacks, kept from one world it explores to the next.
@@ -287,6 +289,21 @@ impl<P: Protocol> Walk<P> {
             self.steps.push((ordinal, delta));
             depth = next_depth;
         }
+    }
+
+    /// Lets go of the pending successors and the steps down, which a walk stopped deep down
+    /// holds by the hundred thousand, many with a whole network: what they share with this
+    /// thread's step memo is dropped here, the rest on a thread of its own once the run
+    /// (started at `started`) has taken long enough ([`crate::teardown`]).
+    fn release(mut self, started: Instant) {
+        let mut remains = Vec::with_capacity(self.pending.len() + self.steps.len());
+        while let Some((_, _, delta)) = self.pending.pop() {
+            remains.extend(delta.map(Delta::into_remains));
+        }
+        while let Some((_, delta)) = self.steps.pop() {
+            remains.push(delta.into_remains());
+        }
+        crate::teardown::release(remains, started);
     }
 
     /// The oldest pending successor not given yet, built as a whole world with its path, for
