@@ -165,18 +165,22 @@ impl<P: Protocol> Delta<P> {
 
     /// The delta less what it shares with the step memo of the thread that made it, which only
     /// that thread may let go of (a handler run's sends, shared by [`Rc`]): dropped here, and
-    /// the rest returned, which any thread may drop.
-    pub fn into_remains(self) -> Remains<P> {
+    /// the rest returned, which any thread may drop — if there is any.
+    pub fn into_remains(self) -> Option<Remains<P>> {
         match self.0 {
-            Parts::Changed { node, network, .. } => Remains {
-                _slot: node.map(|(_, slot)| slot),
-                _network: match network {
+            Parts::Changed { node, network, .. } => {
+                let network = match network {
                     NetworkPart::Whole(network) => Some(network),
                     NetworkPart::Unchanged | NetworkPart::Sends { .. } | NetworkPart::Edit(_) => None,
-                },
-                _world: None,
-            },
-            Parts::World(world) => Remains { _slot: None, _network: None, _world: Some(world) },
+                };
+                let slot = node.map(|(_, slot)| slot);
+                (slot.is_some() || network.is_some()).then_some(Remains {
+                    _slot: slot,
+                    _network: network,
+                    _world: None,
+                })
+            }
+            Parts::World(world) => Some(Remains { _slot: None, _network: None, _world: Some(world) }),
         }
     }
 
@@ -391,7 +395,7 @@ mod tests {
         };
         let networks: Vec<_> = deltas.iter().filter_map(whole).collect();
         assert!(!networks.is_empty(), "a reset's delta holds a whole network");
-        let remains: Vec<_> = deltas.into_iter().map(Delta::into_remains).collect();
+        let remains: Vec<_> = deltas.into_iter().filter_map(Delta::into_remains).collect();
         assert!(networks.iter().all(|n| n.upgrade().is_some()), "the remains keep the networks");
         std::thread::spawn(move || drop(remains)).join().expect("dropped on another thread");
         assert!(networks.iter().all(|n| n.upgrade().is_none()), "dropped with the remains");

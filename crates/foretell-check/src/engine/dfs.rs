@@ -296,12 +296,19 @@ impl<P: Protocol> Walk<P> {
     /// thread's step memo is dropped here, the rest on a thread of its own once the run
     /// (started at `started`) has taken long enough ([`crate::teardown`]).
     fn release(mut self, started: Instant) {
-        let mut remains = Vec::with_capacity(self.pending.len() + self.steps.len());
+        // In segments, which it gains as fast as the stacks lose theirs: a list allocated
+        // whole (a third of the deltas' bytes) took a search stopped by its memory budget 5%
+        // past it.
+        let mut remains = SegmentedVec::new();
         while let Some((_, _, delta)) = self.pending.pop() {
-            remains.extend(delta.map(Delta::into_remains));
+            if let Some(left) = delta.and_then(Delta::into_remains) {
+                remains.push(left);
+            }
         }
         while let Some((_, delta)) = self.steps.pop() {
-            remains.push(delta.into_remains());
+            if let Some(left) = delta.into_remains() {
+                remains.push(left);
+            }
         }
         crate::teardown::release(remains, started);
     }
