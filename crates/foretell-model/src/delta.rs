@@ -14,7 +14,7 @@
 //! ([`NetworkPart::Edit`]). A deep search whose network grows with depth then keeps a few
 //! messages per pending successor rather than a whole network.
 
-use crate::network::{Envelope, Network};
+use crate::network::{Cut, CutTaken, Envelope, Network};
 use crate::step_memo::Ran;
 use crate::world::{FaultsUsed, NodeSlot};
 use crate::{Fingerprint, Protocol, World};
@@ -76,6 +76,10 @@ pub(crate) enum NetworkPart<P: Protocol> {
 pub(crate) struct Edit<P: Protocol> {
     /// The index of the message the step consumes (delivers or loses), if it consumes one.
     consumed: Option<u32>,
+    /// The queues the step cuts out (a reset, a transport error), if it cuts any.
+    cut: Option<Cut>,
+    /// While swapped in: what the cut took out, and the network's hash right after it.
+    cut_taken: Option<(CutTaken<P::Msg>, u128)>,
     /// The handler run whose sends are posted, if it sends.
     ran: Option<Rc<Ran<P>>>,
     /// The network's hash after the step; once swapped in, before it.
@@ -88,10 +92,11 @@ pub(crate) struct Edit<P: Protocol> {
 }
 
 impl<P: Protocol> Edit<P> {
-    /// The edit that consumes message `consumed` and posts `ran`'s sends, leaving the network
-    /// with the hash `hash`.
-    pub(crate) fn new(consumed: Option<u32>, ran: Option<Rc<Ran<P>>>, hash: u128) -> Self {
-        Edit { consumed, ran, hash, taken: None, opened: NOT_ADDED }
+    /// The edit that consumes message `consumed` or makes `cut`, and posts `ran`'s sends,
+    /// leaving the network with the hash `hash`.
+    pub(crate) fn new(consumed: Option<u32>, cut: Option<Cut>, ran: Option<Rc<Ran<P>>>, hash: u128) -> Self {
+        debug_assert!(consumed.is_none() || cut.is_none(), "a step consumes a message or cuts queues");
+        Edit { consumed, cut, cut_taken: None, ran, hash, taken: None, opened: NOT_ADDED }
     }
 
     /// Makes the step's changes to `world`'s network; or, made, undoes them.
@@ -102,9 +107,19 @@ impl<P: Protocol> Edit<P> {
         let consumed = self.consumed.map(|index| index as usize);
         let hash = std::mem::replace(&mut self.hash, network.hash());
         if self.opened == NOT_ADDED {
+            if let Some(cut) = self.cut {
+                let taken = network.cut_in_place(cut);
+                self.cut_taken = Some((taken, network.hash()));
+            }
             (self.taken, self.opened) = network.edit_in_place(consumed, sends, hash);
         } else {
-            network.undo_in_place(consumed, self.taken.take(), sends, self.opened, hash);
+            match self.cut_taken.take() {
+                Some((taken, after_cut)) => {
+                    network.undo_in_place(None, None, sends, self.opened, after_cut);
+                    network.undo_cut(taken, hash);
+                }
+                None => network.undo_in_place(consumed, self.taken.take(), sends, self.opened, hash),
+            }
             self.opened = NOT_ADDED;
         }
     }
@@ -215,7 +230,9 @@ impl<P: Protocol> Delta<P> {
 #[cfg(test)]
 mod tests {
     use super::{Delta, NetworkPart, Parts};
-    use crate::{Budget, Driver, Faults, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World};
+    use crate::{
+        Budget, Driver, ErrorOrder, Faults, Model, NetworkKind, NodeId, Out, Protocol, Simulator, World,
+    };
     use std::collections::{HashSet, VecDeque};
     use std::sync::Arc;
 
@@ -376,12 +393,37 @@ mod tests {
         }
     }
 
+    /// Every successor with resets on FIFO channels, as a delta swapped into a copy of its
+    /// world, makes the built successor; swapped again, the world: resets and transport errors
+    /// cut in place where the network is large (the reset node's queues and connections out,
+    /// its peers' errors in; an error out, with what its observer sent since if errors are
+    /// queued), and back.
+    #[test]
+    fn a_delta_cuts_a_large_fifo_network_in_place_and_undoes_it() {
+        use crate::network::Cut;
+        for order in [ErrorOrder::Independent, ErrorOrder::Queued] {
+            let faults = Faults::none().resets(Budget::at_most(2));
+            let model = Model::new(Relay).nodes(3).network(NetworkKind::FifoChannels).faults(faults);
+            let model = model.error_order(order);
+            let (mut resets, mut errors) = (0, 0);
+            let seen = check_deltas(&model, 600, |world, next, delta| {
+                if let Parts::Changed { network: NetworkPart::Edit(edit), .. } = &delta.0 {
+                    let losing = next.messages().len() < world.messages().len();
+                    resets += usize::from(matches!(edit.cut, Some(Cut::Reset(_))) && losing);
+                    errors += usize::from(matches!(edit.cut, Some(Cut::Error { .. })));
+                }
+            });
+            assert_eq!(seen, 600, "{order:?}: the space has more worlds than compared");
+            assert!(resets > 0, "{order:?}: some delta resets a node in place, losing messages");
+            assert!(errors > 0, "{order:?}: some delta delivers a transport error in place");
+        }
+    }
+
     /// What is left of a delta keeps its whole network, and another thread may drop it: a
-    /// reset's successor on FIFO channels holds one, which its remains keep alive until
-    /// dropped there.
+    /// duplicate's successor holds one, which its remains keep alive until dropped there.
     #[test]
     fn a_delta_s_remains_keep_its_whole_network_for_another_thread_to_drop() {
-        let faults = Faults::none().resets(Budget::at_most(1));
+        let faults = Faults::none().duplicates(Budget::at_most(1));
         let model = Model::new(Relay).nodes(3).network(NetworkKind::FifoChannels).faults(faults);
         let sim = Simulator::new(&model).unwrap();
         let mut start = None;
@@ -394,7 +436,7 @@ mod tests {
             _ => None,
         };
         let networks: Vec<_> = deltas.iter().filter_map(whole).collect();
-        assert!(!networks.is_empty(), "a reset's delta holds a whole network");
+        assert!(!networks.is_empty(), "a duplicate's delta holds a whole network");
         let remains: Vec<_> = deltas.into_iter().filter_map(Delta::into_remains).collect();
         assert!(networks.iter().all(|n| n.upgrade().is_some()), "the remains keep the networks");
         std::thread::spawn(move || drop(remains)).join().expect("dropped on another thread");

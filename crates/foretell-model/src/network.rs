@@ -20,6 +20,9 @@ use crate::{FingerprintHasher, NodeId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+mod cut;
+pub(crate) use cut::{Cut, CutTaken};
+
 /// How the network orders, keeps and delivers messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -102,12 +105,23 @@ impl<M: Serialize> Envelope<M> {
     }
 }
 
-/// A network less the message a step's event consumes, if any, without the copy that removing
-/// it takes: what the step's handler sees and where its sends go. The copy is made only when
-/// the step's next world is built, which a search does only for worlds it has not seen.
+/// A network less the message a step's event consumes, if any, or as a reset of a node leaves
+/// it, without the copy that making the change takes: what the step's handler sees and where
+/// its sends go. The copy is made only when the step's next world is built, which a search does
+/// only for worlds it has not seen.
 pub(crate) struct NetworkView<'n, M> {
     network: &'n Network<M>,
-    removed: Option<usize>,
+    hidden: Hidden,
+}
+
+/// What a [`NetworkView`] leaves out of its network.
+#[derive(Clone, Copy)]
+enum Hidden {
+    Nothing,
+    /// The message at this index.
+    Message(usize),
+    /// What this cut takes out, with what it adds.
+    Cut(Cut),
 }
 
 impl<M> Clone for NetworkView<'_, M> {
@@ -121,20 +135,48 @@ impl<M> Copy for NetworkView<'_, M> {}
 impl<'n, M: Serialize> NetworkView<'n, M> {
     /// `network` less message `removed`.
     pub(crate) fn new(network: &'n Network<M>, removed: Option<usize>) -> Self {
-        NetworkView { network, removed }
+        NetworkView { network, hidden: removed.map_or(Hidden::Nothing, Hidden::Message) }
+    }
+
+    /// `network` as `cut` leaves it (FIFO channels only).
+    pub(crate) fn cut(network: &'n Network<M>, cut: Cut) -> Self {
+        debug_assert_eq!(network.kind, NetworkKind::FifoChannels, "only FIFO channels hold queues to cut");
+        NetworkView { network, hidden: Hidden::Cut(cut) }
     }
 
     /// The messages in flight, in canonical order.
     pub(crate) fn messages(self) -> impl Iterator<Item = &'n Arc<Envelope<M>>> {
-        let removed = self.removed;
-        self.network.messages.iter().enumerate().filter(move |(i, _)| Some(*i) != removed).map(|(_, e)| e)
+        let (network, hidden) = (self.network, self.hidden);
+        network
+            .messages
+            .iter()
+            .enumerate()
+            .filter(move |&(i, e)| match hidden {
+                Hidden::Nothing => true,
+                Hidden::Message(at) => i != at,
+                Hidden::Cut(cut) => !network.loses(cut, e.from, e.to),
+            })
+            .map(|(_, e)| e)
     }
 
     /// [`Network::queue_len`] of this view.
     pub(crate) fn queue_len(self, from: NodeId, to: NodeId) -> usize {
         let network = self.network;
-        let gone = self.removed.is_some_and(|at| network.in_queue(&network.messages[at], from, to));
-        network.queue_len(from, to) - usize::from(gone)
+        match self.hidden {
+            Hidden::Nothing => network.queue_len(from, to),
+            Hidden::Message(at) => {
+                let gone = network.in_queue(&network.messages[at], from, to);
+                network.queue_len(from, to) - usize::from(gone)
+            }
+            Hidden::Cut(cut) if network.loses(cut, from, to) => 0,
+            Hidden::Cut(_) => network.queue_len(from, to),
+        }
+    }
+
+    /// Whether connection `pair` is open in this view.
+    fn connected(self, pair: (NodeId, NodeId)) -> bool {
+        let broken = matches!(self.hidden, Hidden::Cut(cut) if cut.breaks(pair));
+        !broken && self.network.connections.binary_search(&pair).is_ok()
     }
 
     /// What sending `sends` to this view, in order, adds to the network's hash, and whether it
@@ -181,7 +223,7 @@ impl<'n, M: Serialize> NetworkView<'n, M> {
                 if network.kind == NetworkKind::FifoChannels && from != to {
                     let pair = connection(envelope);
                     let opened = |e: &Arc<Envelope<M>>| connection(e) == pair;
-                    if network.connections.binary_search(&pair).is_err() && !earlier.iter().any(opened) {
+                    if !self.connected(pair) && !earlier.iter().any(opened) {
                         term = connection_term(pair);
                     }
                 }
@@ -194,7 +236,11 @@ impl<'n, M: Serialize> NetworkView<'n, M> {
 
     /// The view's contribution to the world fingerprint.
     pub(crate) fn hash(self) -> u128 {
-        self.removed.map_or(self.network.hash, |at| self.network.hash_without(at))
+        match self.hidden {
+            Hidden::Nothing => self.network.hash,
+            Hidden::Message(at) => self.network.hash_without(at),
+            Hidden::Cut(cut) => self.network.hash_after(cut),
+        }
     }
 }
 
@@ -609,51 +655,10 @@ impl<M: Serialize> Network<M> {
         result
     }
 
-    /// Takes pending transport error `index`. Under [`ErrorOrder::Queued`], what its observer
-    /// queued to the broken peer while the error waited is discarded, as MaceMC's
-    /// `transport_error` clears that queue.
-    pub(crate) fn take_error(&mut self, index: usize, order: ErrorOrder) -> (NodeId, NodeId) {
-        let error = self.errors.remove(index);
-        let (node, peer) = error;
-        let queued = order == ErrorOrder::Queued && self.kind == NetworkKind::FifoChannels;
-        if queued && self.messages.iter().any(|e| (e.from, e.to) == (node, peer)) {
-            self.messages.retain(|e| (e.from, e.to) != (node, peer));
-            self.hash = self.compute_hash();
-        } else {
-            self.hash = self.hash.wrapping_sub(error_term(error));
-        }
-        self.debug_check();
-        error
-    }
-
-    /// Node `node` reset: its connections break. Each peer with an open connection to it will
-    /// observe a transport error, and the messages in flight between the two are lost, as when
-    /// a TCP connection is reset. Its messages to itself are lost too (MaceMC's simulated TCP
-    /// clears the local queue on a reset).
-    pub(crate) fn reset(&mut self, node: NodeId) {
-        if self.kind != NetworkKind::FifoChannels {
-            return;
-        }
-        self.messages.retain(|e| !(e.from == node && e.to == node));
-        let mut broken = Vec::new();
-        self.connections.retain(|&(a, b)| {
-            let peer = if a == node {
-                b
-            } else if b == node {
-                a
-            } else {
-                return true;
-            };
-            broken.push(peer);
-            false
-        });
-        for peer in broken {
-            self.messages.retain(|e| !((e.from == node && e.to == peer) || (e.from == peer && e.to == node)));
-            let error = (peer, node);
-            let at = self.errors.partition_point(|e| *e <= error);
-            self.errors.insert(at, error);
-        }
-        self.hash = self.compute_hash();
+    /// Queues transport error `error` in its sorted place.
+    fn insert_error(&mut self, error: (NodeId, NodeId)) {
+        let at = self.errors.partition_point(|e| *e <= error);
+        self.errors.insert(at, error);
     }
 
     /// Breaks open connection `index` in both directions (a socket error): the messages in
@@ -662,8 +667,7 @@ impl<M: Serialize> Network<M> {
         let (a, b) = self.connections.remove(index);
         self.messages.retain(|e| !((e.from == a && e.to == b) || (e.from == b && e.to == a)));
         for error in [(a, b), (b, a)] {
-            let at = self.errors.partition_point(|e| *e <= error);
-            self.errors.insert(at, error);
+            self.insert_error(error);
         }
         self.hash = self.compute_hash();
         (a, b)
@@ -818,7 +822,7 @@ mod tests {
         let mut network = Network::new(NetworkKind::FifoChannels);
         network.send(Envelope::new(p, r, 1));
         network.send(Envelope::new(q, p, 2));
-        network.reset(r);
+        network.cut(Cut::Reset(r));
         assert_eq!(network.errors(), [(p, r)]);
         // The new incarnation of r writes to p, p (not yet told) writes to r, and q to p.
         network.send(Envelope::new(r, p, 3));
@@ -829,10 +833,12 @@ mod tests {
         assert_eq!(heads(&network, ErrorOrder::Queued), [(q, p, 2)], "both channels wait for the error");
 
         let mut independent = network.clone();
-        assert_eq!(independent.take_error(0, ErrorOrder::Independent), (p, r));
+        independent.cut(Cut::error(&independent, 0, ErrorOrder::Independent));
+        assert!(independent.errors().is_empty());
         assert_eq!(heads(&independent, ErrorOrder::Independent), every_head, "nothing is discarded");
         let mut queued = network;
-        assert_eq!(queued.take_error(0, ErrorOrder::Queued), (p, r));
+        queued.cut(Cut::error(&queued, 0, ErrorOrder::Queued));
+        assert!(queued.errors().is_empty());
         let after = [(r, p, 3), (q, p, 2)];
         assert_eq!(heads(&queued, ErrorOrder::Queued), after, "p's message to the old r is discarded");
         assert_eq!(queued.messages().len(), 3);
@@ -969,5 +975,86 @@ mod tests {
                 assert_eq!(built.hash(), built.compute_hash(), "{kind:?}, message {index}");
             }
         }
+    }
+
+    /// `cut` made the plain way, on a copy: every part filtered from scratch and the hash
+    /// computed again.
+    fn cut_rebuilt(network: &Network<u8>, cut: Cut) -> Network<u8> {
+        let mut copy = network.clone();
+        match cut {
+            Cut::Reset(node) => {
+                copy.messages.retain(|e| !(e.from == node && e.to == node));
+                let broken: Vec<_> =
+                    copy.connections.iter().copied().filter(|&(a, b)| a == node || b == node).collect();
+                copy.connections.retain(|pair| !broken.contains(pair));
+                for (a, b) in broken {
+                    let peer = if a == node { b } else { a };
+                    copy.messages
+                        .retain(|e| !((e.from, e.to) == (node, peer) || (e.from, e.to) == (peer, node)));
+                    copy.errors.push((peer, node));
+                }
+                copy.errors.sort();
+            }
+            Cut::Error { index, queued } => {
+                let error = copy.errors.remove(index as usize);
+                if queued {
+                    copy.messages.retain(|e| (e.from, e.to) != error);
+                }
+            }
+        }
+        copy.hash = copy.compute_hash();
+        copy
+    }
+
+    /// A cut made in place leaves the network the plain cut of a copy would, and its undo the
+    /// network it was; a view of the cut reads, and hashes sends, as that network does. Every
+    /// node's reset and every pending error's delivery, queued and not, of a FIFO network with
+    /// connections among three nodes, errors pending, a queue to itself, and a broken
+    /// connection's end sending again, behind its error.
+    #[test]
+    fn a_cut_in_place_or_in_view_is_the_cut_of_a_copy_and_undoes() {
+        let ids = |network: &Network<u8>| -> Vec<(NodeId, NodeId, u8)> {
+            network.messages().iter().map(|e| (e.from, e.to, e.msg)).collect()
+        };
+        let mut network = busy(NetworkKind::FifoChannels);
+        network.break_connection(0);
+        network.send(Envelope::new(NodeId::new(1), NodeId::new(0), 6));
+        network.send(Envelope::new(NodeId::new(0), NodeId::new(1), 2));
+        network.send(Envelope::new(NodeId::new(2), NodeId::new(2), 1));
+        assert_eq!(network.errors().len(), 2);
+        let sends: Vec<_> = [(1, 0, 2), (2, 1, 3), (1, 1, 4), (0, 2, 5)]
+            .map(|(from, to, msg)| Arc::new(Envelope::new(NodeId::new(from), NodeId::new(to), msg)))
+            .into();
+        let resets = (0..3).map(|node| Cut::Reset(NodeId::new(node)));
+        let errors = (0..2).flat_map(|index| [true, false].map(|queued| Cut::Error { index, queued }));
+        let mut lost = 0;
+        for cut in resets.chain(errors) {
+            let copy = cut_rebuilt(&network, cut);
+            lost += network.messages().len() - copy.messages().len();
+            let view = NetworkView::cut(&network, cut);
+            assert_eq!(view.hash(), copy.hash(), "{cut:?}");
+            let viewed: Vec<_> = view.messages().map(|e| (e.from, e.to, e.msg)).collect();
+            assert_eq!(viewed, ids(&copy), "{cut:?}");
+            for (from, to) in (0..3).flat_map(|a| (0..3).map(move |b| (NodeId::new(a), NodeId::new(b)))) {
+                assert_eq!(view.queue_len(from, to), copy.queue_len(from, to), "{cut:?}: {from:?} to {to:?}");
+            }
+            let mut sent = copy.clone();
+            sent.send_all(&sends);
+            assert_eq!(copy.hash().wrapping_add(view.sends_term(&sends).0), sent.hash(), "{cut:?}");
+
+            let mut in_place = network.clone();
+            let taken = in_place.cut_in_place(cut);
+            assert_eq!(ids(&in_place), ids(&copy), "{cut:?}");
+            assert_eq!((in_place.errors(), in_place.connections()), (copy.errors(), copy.connections()));
+            assert_eq!(in_place.hash(), copy.hash(), "{cut:?}");
+            in_place.undo_cut(taken, network.hash());
+            assert_eq!(ids(&in_place), ids(&network), "{cut:?}");
+            assert_eq!(
+                (in_place.errors(), in_place.connections()),
+                (network.errors(), network.connections())
+            );
+            assert_eq!(in_place.hash(), in_place.compute_hash(), "{cut:?}");
+        }
+        assert!(lost >= 5, "the cuts lose messages ({lost})");
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::delta::{Edit, NetworkPart, NOT_ADDED};
 use crate::idle_events::IdleFacts;
-use crate::network::{Network, NetworkView};
+use crate::network::{Cut, Network, NetworkView};
 use crate::out::Chooser;
 use crate::scenario::Resolved;
 use crate::step_memo::{self, EventKey, Outcome, Ran, StepMemo};
@@ -151,7 +151,10 @@ enum NetworkEdit<M> {
     /// It consumes (delivers or loses) the message at this index, which stays in the parent's
     /// network until the next world is built (see [`NetworkView`]).
     Consume(u32),
-    /// It leaves this network (a fault, a transport error, a reset).
+    /// It cuts queues out of the network (a reset, a transport error; FIFO channels), which
+    /// stay in the parent's network until the next world is built.
+    Cut(Cut),
+    /// It leaves this network (a fault).
     Rebuilt(Box<Network<M>>),
 }
 
@@ -162,6 +165,7 @@ impl<M: Serialize> NetworkEdit<M> {
         match self {
             NetworkEdit::None => NetworkView::new(parent, None),
             NetworkEdit::Consume(index) => NetworkView::new(parent, Some(*index as usize)),
+            NetworkEdit::Cut(cut) => NetworkView::cut(parent, *cut),
             NetworkEdit::Rebuilt(network) => NetworkView::new(network, None),
         }
     }
@@ -200,8 +204,8 @@ impl<P: Protocol> Change<P> {
     }
 
     /// The step's changes to `parent` as a delta makes them in place rather than in a copy:
-    /// where the step only consumes a message and posts its handler's sends (a grow-only
-    /// network consumes nothing) and the network holds at least eight messages per change,
+    /// where the step only consumes a message or cuts queues out ([`Cut`]), and posts its
+    /// handler's sends (a grow-only network consumes nothing), and the network holds at least eight messages per change,
     /// plus eight. A copy counts every message held up once and, when dropped, down once, and
     /// keeps the whole network for as long as the delta waits; an edit in place makes and
     /// undoes each change twice over (to examine the new world, then to walk through it), each
@@ -220,12 +224,13 @@ impl<P: Protocol> Change<P> {
             _ => None,
         };
         let sends = ran.map_or(0, |ran| ran.sends.len());
-        let consumed = match self.network {
-            NetworkEdit::None => None,
-            NetworkEdit::Consume(index) => Some(index),
+        let (consumed, cut) = match self.network {
+            NetworkEdit::None => (None, None),
+            NetworkEdit::Consume(index) => (Some(index), None),
+            NetworkEdit::Cut(cut) => (None, Some(cut)),
             NetworkEdit::Rebuilt(_) => return None,
         };
-        let changes = sends + usize::from(consumed.is_some());
+        let changes = sends + usize::from(consumed.is_some() || cut.is_some());
         if changes == 0 || sends >= 64 || parent.messages().len() < 8 * (changes + 1) {
             return None;
         }
@@ -240,7 +245,7 @@ impl<P: Protocol> Change<P> {
                 let view = self.network.view(parent);
                 let sends = ran.as_ref().map_or(&[][..], |ran| &ran.sends[..]);
                 let hash = view.hash().wrapping_add(view.sends_term(sends).0);
-                NetworkPart::Edit(Box::new(Edit::new(consumed, ran, hash)))
+                NetworkPart::Edit(Box::new(Edit::new(consumed, cut, ran, hash)))
             }
         })
     }
@@ -263,6 +268,11 @@ impl<P: Protocol> Change<P> {
             NetworkEdit::Consume(index) => {
                 let mut network = parent.clone_with_room(sends);
                 network.deliver(index as usize);
+                Some(network)
+            }
+            NetworkEdit::Cut(cut) => {
+                let mut network = parent.clone_with_room(sends);
+                network.cut(cut);
                 Some(network)
             }
             NetworkEdit::Rebuilt(network) => Some(*network),
@@ -1041,9 +1051,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 (envelope.to, Call::Message(envelope))
             }
             Action::TransportError(i) => {
-                let mut next = (*world.network).clone();
-                let (node, peer) = next.take_error(i as usize, self.model.transport_error_order());
-                network = NetworkEdit::Rebuilt(Box::new(next));
+                let (node, peer) = world.network.errors()[i as usize];
+                network = NetworkEdit::Cut(Cut::error(&world.network, i, self.model.transport_error_order()));
                 (node, Call::TransportError(peer))
             }
             Action::Timer(node, t) => {
@@ -1064,9 +1073,7 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 // The application restarts with its node: its startup inputs are due again.
                 pending |= self.model.input_driver().startup_of(node);
                 if world.network.kind() == NetworkKind::FifoChannels {
-                    let mut next = (*world.network).clone();
-                    next.reset(node);
-                    network = NetworkEdit::Rebuilt(Box::new(next));
+                    network = NetworkEdit::Cut(Cut::Reset(node));
                 }
                 (node, Call::Restart)
             }

@@ -1,0 +1,212 @@
+//! Cuts: the changes that take whole queues out of a FIFO network, with connections and
+//! transport errors — a node's reset, and a transport error's delivery — made in place and
+//! undone, or seen through a [`super::NetworkView`] without being made.
+//!
+//! A reset breaks every connection of its node: the messages in flight over them are lost, and
+//! each peer will observe a transport error, as when a TCP connection is reset; the node's
+//! messages to itself are lost too (MaceMC's simulated TCP clears the local queue on a reset).
+//! A delivered transport error leaves the pending errors and, where errors are queued behind
+//! the messages their observer sent ([`ErrorOrder::Queued`]), takes what it sent to the broken
+//! peer since. Made on a copy, either cost a search one reference count per message the network
+//! holds, up and down, for every such successor: half of a depth-first search of `randtree`,
+//! whose channels hold thousands. A view answers the successor's fingerprint and its handler's
+//! reads without the copy, and a delta makes the cut in the walking world's own network and
+//! takes it back, keeping only what the cut took out.
+
+use super::{connection_term, error_term, Envelope, Network, NetworkKind};
+use crate::{ErrorOrder, NodeId};
+use serde::Serialize;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// A change that takes whole queues out of a FIFO network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// A reset of this node: its queue to itself and its connections' queues are lost, its
+    /// connections break, and each peer's transport error is queued.
+    Reset(NodeId),
+    /// The delivery of the transport error at this index of the pending errors; `queued`
+    /// where it also takes the queue its observer sent to the broken peer since.
+    Error { index: u32, queued: bool },
+}
+
+impl Cut {
+    /// The delivery of `network`'s pending error `index` under `order`.
+    pub(crate) fn error<M>(network: &Network<M>, index: u32, order: ErrorOrder) -> Self {
+        let queued = order == ErrorOrder::Queued && network.kind == NetworkKind::FifoChannels;
+        Cut::Error { index, queued }
+    }
+
+    /// Whether the cut breaks connection `pair`.
+    pub(super) fn breaks(self, pair: (NodeId, NodeId)) -> bool {
+        matches!(self, Cut::Reset(node) if touches(pair, node))
+    }
+}
+
+/// What [`Network::cut_in_place`] took out of a network, to put back.
+pub(crate) struct CutTaken<M> {
+    /// The lost messages' indices before the cut, ascending.
+    places: Vec<u32>,
+    messages: Vec<Arc<Envelope<M>>>,
+    restore: Restore,
+}
+
+/// What a cut did besides losing messages.
+enum Restore {
+    /// A reset of `node` broke these connections, and queued each peer's error.
+    Connections { node: NodeId, broken: Vec<(NodeId, NodeId)> },
+    /// A delivery took this error from this index.
+    Error { index: u32, error: (NodeId, NodeId) },
+}
+
+impl<M: Serialize> Network<M> {
+    /// Whether `cut` loses the queue from `from` to `to`.
+    pub(super) fn loses(&self, cut: Cut, from: NodeId, to: NodeId) -> bool {
+        match cut {
+            Cut::Reset(node) if from == to => from == node,
+            Cut::Reset(node) => {
+                touches((from, to), node)
+                    && self.connections.binary_search(&(from.min(to), from.max(to))).is_ok()
+            }
+            Cut::Error { index, queued } => queued && self.errors[index as usize] == (from, to),
+        }
+    }
+
+    /// The index ranges of the queues `cut` loses, ascending, each a whole queue: found by
+    /// search, as a network of thousands of messages loses a few queues.
+    pub(super) fn lost_ranges(&self, cut: Cut) -> Vec<Range<usize>> {
+        let queue = |(from, to): (NodeId, NodeId)| {
+            let start = self.messages.partition_point(|e| (e.from, e.to) < (from, to));
+            start..start + self.messages[start..].partition_point(|e| (e.from, e.to) == (from, to))
+        };
+        let mut ranges: Vec<_> = match cut {
+            Cut::Reset(node) => {
+                let peers = self.connections.iter().filter(|&&pair| touches(pair, node));
+                let channels = peers
+                    .map(|&pair| reset_error(pair, node).0)
+                    .flat_map(|peer| [(node, peer), (peer, node)]);
+                std::iter::once((node, node)).chain(channels).map(queue).collect()
+            }
+            Cut::Error { index, queued: true } => vec![queue(self.errors[index as usize])],
+            Cut::Error { queued: false, .. } => Vec::new(),
+        };
+        ranges.retain(|range| !range.is_empty());
+        ranges.sort_unstable_by_key(|range| range.start);
+        ranges
+    }
+
+    /// The hash of this network after `cut`, from the terms it removes and adds: no copy, and
+    /// only the lost queues' terms hashed.
+    pub(super) fn hash_after(&self, cut: Cut) -> u128 {
+        self.hash_after_losing(cut, &self.lost_ranges(cut))
+    }
+
+    /// [`Network::hash_after`], given `cut`'s [`Network::lost_ranges`].
+    fn hash_after_losing(&self, cut: Cut, lost: &[Range<usize>]) -> u128 {
+        let mut hash = self.hash;
+        for range in lost.iter().cloned() {
+            for (position, e) in self.messages[range].iter().enumerate() {
+                hash = hash.wrapping_sub(self.message_term(position, e));
+            }
+        }
+        match cut {
+            Cut::Reset(node) => {
+                for &pair in self.connections.iter().filter(|&&pair| touches(pair, node)) {
+                    hash = hash
+                        .wrapping_sub(connection_term(pair))
+                        .wrapping_add(error_term(reset_error(pair, node)));
+                }
+            }
+            Cut::Error { index, .. } => hash = hash.wrapping_sub(error_term(self.errors[index as usize])),
+        }
+        hash
+    }
+
+    /// Makes `cut` here, so that [`Network::undo_cut`] can take it back: returns what it took
+    /// out. Copies no message: the kept ones close up, the lost ones move out.
+    pub(crate) fn cut_in_place(&mut self, cut: Cut) -> CutTaken<M> {
+        debug_assert_eq!(self.kind, NetworkKind::FifoChannels, "only FIFO channels hold queues to cut");
+        let ranges = self.lost_ranges(cut);
+        let hash = self.hash_after_losing(cut, &ranges);
+        let places: Vec<u32> = ranges.iter().flat_map(|range| range.start as u32..range.end as u32).collect();
+        // Sorted out from the first lost message on.
+        let first = places.first().map_or(self.messages.len(), |&first| first as usize);
+        let tail = self.messages.split_off(first);
+        let mut lost = places.iter().map(|&at| at as usize).peekable();
+        let mut messages = Vec::with_capacity(places.len());
+        for (at, e) in (first..).zip(tail) {
+            match lost.next_if_eq(&at) {
+                Some(_) => messages.push(e),
+                None => self.messages.push(e),
+            }
+        }
+        let restore = match cut {
+            Cut::Reset(node) => {
+                let mut broken = Vec::new();
+                self.connections.retain(|&pair| {
+                    let breaks = touches(pair, node);
+                    if breaks {
+                        broken.push(pair);
+                    }
+                    !breaks
+                });
+                for &pair in &broken {
+                    self.insert_error(reset_error(pair, node));
+                }
+                Restore::Connections { node, broken }
+            }
+            Cut::Error { index, .. } => Restore::Error { index, error: self.errors.remove(index as usize) },
+        };
+        self.hash = hash;
+        self.debug_check();
+        CutTaken { places, messages, restore }
+    }
+
+    /// Makes `cut` on this network, a copy, which keeps nothing to undo it.
+    pub(crate) fn cut(&mut self, cut: Cut) {
+        drop(self.cut_in_place(cut));
+    }
+
+    /// Takes back [`Network::cut_in_place`]: its errors out (or back), its connections and
+    /// messages back where they were; and sets the hash back to `hash`.
+    pub(crate) fn undo_cut(&mut self, taken: CutTaken<M>, hash: u128) {
+        let CutTaken { places, messages, restore } = taken;
+        match restore {
+            Restore::Connections { node, broken } => {
+                for pair in broken {
+                    let at =
+                        self.errors.binary_search(&reset_error(pair, node)).expect("the reset queued it");
+                    self.errors.remove(at);
+                    let at =
+                        self.connections.binary_search(&pair).expect_err("a reset connection stays closed");
+                    self.connections.insert(at, pair);
+                }
+            }
+            Restore::Error { index, error } => self.errors.insert(index as usize, error),
+        }
+        if let Some(&first) = places.first() {
+            // Merged back from the first lost message's place on.
+            let kept = self.messages.split_off(first as usize);
+            let (mut kept, mut lost) = (kept.into_iter(), places.iter().zip(messages).peekable());
+            self.messages.reserve(kept.len() + lost.len());
+            while let Some(next) = match lost.next_if(|(&at, _)| at as usize == self.messages.len()) {
+                Some((_, e)) => Some(e),
+                None => kept.next(),
+            } {
+                self.messages.push(next);
+            }
+        }
+        self.hash = hash;
+        self.debug_check();
+    }
+}
+
+/// Whether `node` is one end of `pair`.
+fn touches((a, b): (NodeId, NodeId), node: NodeId) -> bool {
+    a == node || b == node
+}
+
+/// The transport error a reset of `node` queues for the other end of its connection `pair`.
+fn reset_error((a, b): (NodeId, NodeId), node: NodeId) -> (NodeId, NodeId) {
+    (if a == node { b } else { a }, node)
+}
