@@ -393,28 +393,30 @@ mod tests {
         }
     }
 
-    /// Every successor with resets on FIFO channels, as a delta swapped into a copy of its
-    /// world, makes the built successor; swapped again, the world: resets and transport errors
-    /// cut in place where the network is large (the reset node's queues and connections out,
-    /// its peers' errors in; an error out, with what its observer sent since if errors are
-    /// queued), and back.
+    /// Every successor with resets and socket errors on FIFO channels, as a delta swapped into
+    /// a copy of its world, makes the built successor; swapped again, the world: resets,
+    /// socket errors and transport errors cut in place where the network is large (the broken
+    /// connections' queues out, their errors in; a delivered error out, with what its observer
+    /// sent since if errors are queued), and back.
     #[test]
     fn a_delta_cuts_a_large_fifo_network_in_place_and_undoes_it() {
         use crate::network::Cut;
         for order in [ErrorOrder::Independent, ErrorOrder::Queued] {
-            let faults = Faults::none().resets(Budget::at_most(2));
+            let faults = Faults::none().resets(Budget::at_most(2)).socket_errors(Budget::at_most(1));
             let model = Model::new(Relay).nodes(3).network(NetworkKind::FifoChannels).faults(faults);
             let model = model.error_order(order);
-            let (mut resets, mut errors) = (0, 0);
+            let (mut resets, mut sockets, mut errors) = (0, 0, 0);
             let seen = check_deltas(&model, 600, |world, next, delta| {
                 if let Parts::Changed { network: NetworkPart::Edit(edit), .. } = &delta.0 {
                     let losing = next.messages().len() < world.messages().len();
                     resets += usize::from(matches!(edit.cut, Some(Cut::Reset(_))) && losing);
+                    sockets += usize::from(matches!(edit.cut, Some(Cut::Connection(_))) && losing);
                     errors += usize::from(matches!(edit.cut, Some(Cut::Error { .. })));
                 }
             });
             assert_eq!(seen, 600, "{order:?}: the space has more worlds than compared");
             assert!(resets > 0, "{order:?}: some delta resets a node in place, losing messages");
+            assert!(sockets > 0, "{order:?}: some delta breaks a connection in place, losing messages");
             assert!(errors > 0, "{order:?}: some delta delivers a transport error in place");
         }
     }

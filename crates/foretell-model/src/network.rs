@@ -175,7 +175,7 @@ impl<'n, M: Serialize> NetworkView<'n, M> {
 
     /// Whether connection `pair` is open in this view.
     fn connected(self, pair: (NodeId, NodeId)) -> bool {
-        let broken = matches!(self.hidden, Hidden::Cut(cut) if cut.breaks(pair));
+        let broken = matches!(self.hidden, Hidden::Cut(cut) if self.network.breaks(cut, pair));
         !broken && self.network.connections.binary_search(&pair).is_ok()
     }
 
@@ -661,18 +661,6 @@ impl<M: Serialize> Network<M> {
         self.errors.insert(at, error);
     }
 
-    /// Breaks open connection `index` in both directions (a socket error): the messages in
-    /// flight between its ends are lost and each end will observe a transport error.
-    pub(crate) fn break_connection(&mut self, index: usize) -> (NodeId, NodeId) {
-        let (a, b) = self.connections.remove(index);
-        self.messages.retain(|e| !((e.from == a && e.to == b) || (e.from == b && e.to == a)));
-        for error in [(a, b), (b, a)] {
-            self.insert_error(error);
-        }
-        self.hash = self.compute_hash();
-        (a, b)
-    }
-
     /// Whether message `e` sits in the queue a message from `from` to `to` joins (FIFO kinds
     /// only).
     fn in_queue(&self, e: &Envelope<M>, from: NodeId, to: NodeId) -> bool {
@@ -995,6 +983,12 @@ mod tests {
                 }
                 copy.errors.sort();
             }
+            Cut::Connection(index) => {
+                let (a, b) = copy.connections.remove(index as usize);
+                copy.messages.retain(|e| !((e.from, e.to) == (a, b) || (e.from, e.to) == (b, a)));
+                copy.errors.extend([(a, b), (b, a)]);
+                copy.errors.sort();
+            }
             Cut::Error { index, queued } => {
                 let error = copy.errors.remove(index as usize);
                 if queued {
@@ -1008,7 +1002,8 @@ mod tests {
 
     /// A cut made in place leaves the network the plain cut of a copy would, and its undo the
     /// network it was; a view of the cut reads, and hashes sends, as that network does. Every
-    /// node's reset and every pending error's delivery, queued and not, of a FIFO network with
+    /// node's reset, every connection's socket error and every pending error's delivery,
+    /// queued and not, of a FIFO network with
     /// connections among three nodes, errors pending, a queue to itself, and a broken
     /// connection's end sending again, behind its error.
     #[test]
@@ -1017,7 +1012,7 @@ mod tests {
             network.messages().iter().map(|e| (e.from, e.to, e.msg)).collect()
         };
         let mut network = busy(NetworkKind::FifoChannels);
-        network.break_connection(0);
+        network.cut(Cut::Connection(0));
         network.send(Envelope::new(NodeId::new(1), NodeId::new(0), 6));
         network.send(Envelope::new(NodeId::new(0), NodeId::new(1), 2));
         network.send(Envelope::new(NodeId::new(2), NodeId::new(2), 1));
@@ -1026,9 +1021,10 @@ mod tests {
             .map(|(from, to, msg)| Arc::new(Envelope::new(NodeId::new(from), NodeId::new(to), msg)))
             .into();
         let resets = (0..3).map(|node| Cut::Reset(NodeId::new(node)));
+        let sockets = (0..network.connections().len() as u32).map(Cut::Connection);
         let errors = (0..2).flat_map(|index| [true, false].map(|queued| Cut::Error { index, queued }));
         let mut lost = 0;
-        for cut in resets.chain(errors) {
+        for cut in resets.chain(sockets).chain(errors) {
             let copy = cut_rebuilt(&network, cut);
             lost += network.messages().len() - copy.messages().len();
             let view = NetworkView::cut(&network, cut);

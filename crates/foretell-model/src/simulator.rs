@@ -151,10 +151,10 @@ enum NetworkEdit<M> {
     /// It consumes (delivers or loses) the message at this index, which stays in the parent's
     /// network until the next world is built (see [`NetworkView`]).
     Consume(u32),
-    /// It cuts queues out of the network (a reset, a transport error; FIFO channels), which
-    /// stay in the parent's network until the next world is built.
+    /// It cuts queues out of the network (a reset, a socket error, a transport error; FIFO
+    /// channels), which stay in the parent's network until the next world is built.
     Cut(Cut),
-    /// It leaves this network (a fault).
+    /// It leaves this network (a duplicate).
     Rebuilt(Box<Network<M>>),
 }
 
@@ -1037,10 +1037,8 @@ impl<'m, P: Protocol> Simulator<'m, P> {
                 return (self.network_effect(world, network, faults, event), None);
             }
             Action::SocketError(i) => {
-                let mut next = (*world.network).clone();
-                next.break_connection(i as usize);
                 faults.socket_errors += u32::from(budget.socket_errors.counted());
-                let network = NetworkEdit::Rebuilt(Box::new(next));
+                let network = NetworkEdit::Cut(Cut::Connection(i));
                 return (self.network_effect(world, network, faults, event), None);
             }
             Action::Deliver(i) => {

@@ -1,17 +1,18 @@
 //! Cuts: the changes that take whole queues out of a FIFO network, with connections and
-//! transport errors — a node's reset, and a transport error's delivery — made in place and
-//! undone, or seen through a [`super::NetworkView`] without being made.
+//! transport errors — a node's reset, a socket error, a transport error's delivery — made in
+//! place and undone, or seen through a [`super::NetworkView`] without being made.
 //!
 //! A reset breaks every connection of its node: the messages in flight over them are lost, and
 //! each peer will observe a transport error, as when a TCP connection is reset; the node's
 //! messages to itself are lost too (MaceMC's simulated TCP clears the local queue on a reset).
-//! A delivered transport error leaves the pending errors and, where errors are queued behind
-//! the messages their observer sent ([`ErrorOrder::Queued`]), takes what it sent to the broken
-//! peer since. Made on a copy, either cost a search one reference count per message the network
-//! holds, up and down, for every such successor: half of a depth-first search of `randtree`,
-//! whose channels hold thousands. A view answers the successor's fingerprint and its handler's
-//! reads without the copy, and a delta makes the cut in the walking world's own network and
-//! takes it back, keeping only what the cut took out.
+//! A socket error breaks one connection, and both its ends will observe the error. A delivered
+//! transport error leaves the pending errors and, where errors are queued behind the messages
+//! their observer sent ([`ErrorOrder::Queued`]), takes what it sent to the broken peer since.
+//! Made on a copy, each cost a search one reference count per message the network holds, up
+//! and down, for every such successor: half of a depth-first search of `randtree`, whose
+//! channels hold thousands. A view answers the successor's fingerprint and its handler's reads
+//! without the copy, and a delta makes the cut in the walking world's own network and takes it
+//! back, keeping only what the cut took out.
 
 use super::{connection_term, error_term, Envelope, Network, NetworkKind};
 use crate::{ErrorOrder, NodeId};
@@ -25,6 +26,9 @@ pub(crate) enum Cut {
     /// A reset of this node: its queue to itself and its connections' queues are lost, its
     /// connections break, and each peer's transport error is queued.
     Reset(NodeId),
+    /// A socket error on the open connection at this index: the queues both ways over it are
+    /// lost, and both ends' transport errors are queued.
+    Connection(u32),
     /// The delivery of the transport error at this index of the pending errors; `queued`
     /// where it also takes the queue its observer sent to the broken peer since.
     Error { index: u32, queued: bool },
@@ -37,9 +41,14 @@ impl Cut {
         Cut::Error { index, queued }
     }
 
-    /// Whether the cut breaks connection `pair`.
-    pub(super) fn breaks(self, pair: (NodeId, NodeId)) -> bool {
-        matches!(self, Cut::Reset(node) if touches(pair, node))
+    /// The transport errors breaking connection `pair` queues.
+    fn errors(self, (a, b): (NodeId, NodeId)) -> impl Iterator<Item = (NodeId, NodeId)> {
+        let (first, second) = match self {
+            Cut::Reset(node) if a == node => ((b, node), None),
+            Cut::Reset(node) => ((a, node), None),
+            Cut::Connection(_) | Cut::Error { .. } => ((a, b), Some((b, a))),
+        };
+        std::iter::once(first).chain(second)
     }
 }
 
@@ -53,8 +62,8 @@ pub(crate) struct CutTaken<M> {
 
 /// What a cut did besides losing messages.
 enum Restore {
-    /// A reset of `node` broke these connections, and queued each peer's error.
-    Connections { node: NodeId, broken: Vec<(NodeId, NodeId)> },
+    /// A reset or a socket error broke these connections, and queued their errors.
+    Connections { cut: Cut, broken: Vec<(NodeId, NodeId)> },
     /// A delivery took this error from this index.
     Error { index: u32, error: (NodeId, NodeId) },
 }
@@ -64,12 +73,33 @@ impl<M: Serialize> Network<M> {
     pub(super) fn loses(&self, cut: Cut, from: NodeId, to: NodeId) -> bool {
         match cut {
             Cut::Reset(node) if from == to => from == node,
-            Cut::Reset(node) => {
-                touches((from, to), node)
-                    && self.connections.binary_search(&(from.min(to), from.max(to))).is_ok()
+            Cut::Reset(_) | Cut::Connection(_) => {
+                from != to && self.breaks(cut, (from.min(to), from.max(to)))
             }
             Cut::Error { index, queued } => queued && self.errors[index as usize] == (from, to),
         }
+    }
+
+    /// Whether `cut` breaks connection `pair` (lower node first), open here.
+    pub(super) fn breaks(&self, cut: Cut, pair: (NodeId, NodeId)) -> bool {
+        match cut {
+            Cut::Reset(node) => touches(pair, node) && self.connections.binary_search(&pair).is_ok(),
+            Cut::Connection(index) => self.connections[index as usize] == pair,
+            Cut::Error { .. } => false,
+        }
+    }
+
+    /// The connections `cut` breaks.
+    fn broken(&self, cut: Cut) -> impl Iterator<Item = (NodeId, NodeId)> + '_ {
+        let connections = match cut {
+            Cut::Reset(_) => &self.connections[..],
+            Cut::Connection(index) => &self.connections[index as usize..=index as usize],
+            Cut::Error { .. } => &[],
+        };
+        connections.iter().copied().filter(move |&pair| match cut {
+            Cut::Reset(node) => touches(pair, node),
+            Cut::Connection(_) | Cut::Error { .. } => true,
+        })
     }
 
     /// The index ranges of the queues `cut` loses, ascending, each a whole queue: found by
@@ -79,14 +109,10 @@ impl<M: Serialize> Network<M> {
             let start = self.messages.partition_point(|e| (e.from, e.to) < (from, to));
             start..start + self.messages[start..].partition_point(|e| (e.from, e.to) == (from, to))
         };
+        let both_ways = self.broken(cut).flat_map(|(a, b)| [(a, b), (b, a)]);
         let mut ranges: Vec<_> = match cut {
-            Cut::Reset(node) => {
-                let peers = self.connections.iter().filter(|&&pair| touches(pair, node));
-                let channels = peers
-                    .map(|&pair| reset_error(pair, node).0)
-                    .flat_map(|peer| [(node, peer), (peer, node)]);
-                std::iter::once((node, node)).chain(channels).map(queue).collect()
-            }
+            Cut::Reset(node) => std::iter::once((node, node)).chain(both_ways).map(queue).collect(),
+            Cut::Connection(_) => both_ways.map(queue).collect(),
             Cut::Error { index, queued: true } => vec![queue(self.errors[index as usize])],
             Cut::Error { queued: false, .. } => Vec::new(),
         };
@@ -109,15 +135,13 @@ impl<M: Serialize> Network<M> {
                 hash = hash.wrapping_sub(self.message_term(position, e));
             }
         }
-        match cut {
-            Cut::Reset(node) => {
-                for &pair in self.connections.iter().filter(|&&pair| touches(pair, node)) {
-                    hash = hash
-                        .wrapping_sub(connection_term(pair))
-                        .wrapping_add(error_term(reset_error(pair, node)));
-                }
-            }
-            Cut::Error { index, .. } => hash = hash.wrapping_sub(error_term(self.errors[index as usize])),
+        for pair in self.broken(cut) {
+            hash = cut.errors(pair).fold(hash.wrapping_sub(connection_term(pair)), |hash, error| {
+                hash.wrapping_add(error_term(error))
+            });
+        }
+        if let Cut::Error { index, .. } = cut {
+            hash = hash.wrapping_sub(error_term(self.errors[index as usize]));
         }
         hash
     }
@@ -141,19 +165,13 @@ impl<M: Serialize> Network<M> {
             }
         }
         let restore = match cut {
-            Cut::Reset(node) => {
-                let mut broken = Vec::new();
-                self.connections.retain(|&pair| {
-                    let breaks = touches(pair, node);
-                    if breaks {
-                        broken.push(pair);
-                    }
-                    !breaks
-                });
+            Cut::Reset(_) | Cut::Connection(_) => {
+                let broken: Vec<_> = self.broken(cut).collect();
+                self.connections.retain(|pair| !broken.contains(pair));
                 for &pair in &broken {
-                    self.insert_error(reset_error(pair, node));
+                    cut.errors(pair).for_each(|error| self.insert_error(error));
                 }
-                Restore::Connections { node, broken }
+                Restore::Connections { cut, broken }
             }
             Cut::Error { index, .. } => Restore::Error { index, error: self.errors.remove(index as usize) },
         };
@@ -172,13 +190,14 @@ impl<M: Serialize> Network<M> {
     pub(crate) fn undo_cut(&mut self, taken: CutTaken<M>, hash: u128) {
         let CutTaken { places, messages, restore } = taken;
         match restore {
-            Restore::Connections { node, broken } => {
+            Restore::Connections { cut, broken } => {
                 for pair in broken {
+                    for error in cut.errors(pair) {
+                        let at = self.errors.binary_search(&error).expect("the cut queued the error");
+                        self.errors.remove(at);
+                    }
                     let at =
-                        self.errors.binary_search(&reset_error(pair, node)).expect("the reset queued it");
-                    self.errors.remove(at);
-                    let at =
-                        self.connections.binary_search(&pair).expect_err("a reset connection stays closed");
+                        self.connections.binary_search(&pair).expect_err("a broken connection stays closed");
                     self.connections.insert(at, pair);
                 }
             }
@@ -204,9 +223,4 @@ impl<M: Serialize> Network<M> {
 /// Whether `node` is one end of `pair`.
 fn touches((a, b): (NodeId, NodeId), node: NodeId) -> bool {
     a == node || b == node
-}
-
-/// The transport error a reset of `node` queues for the other end of its connection `pair`.
-fn reset_error((a, b): (NodeId, NodeId), node: NodeId) -> (NodeId, NodeId) {
-    (if a == node { b } else { a }, node)
 }
