@@ -10,9 +10,10 @@
 //! changed parts only, and counts nothing. The network is one such part, a copy with the step's
 //! sends, except where a large network would be copied for a few changes: then the delta makes
 //! them in the world's own network in place and undoes them — the sends added to a grow-only
-//! network ([`NetworkPart::Sends`]), the message consumed and the sends posted to the other kinds
-//! ([`NetworkPart::Edit`]). A deep search whose network grows with depth then keeps a few
-//! messages per pending successor rather than a whole network.
+//! network ([`NetworkPart::Sends`]), the message consumed (or the queues a reset, a socket error
+//! or a transport error cuts) and the sends posted to the other kinds ([`NetworkPart::Edit`]).
+//! A deep search whose network grows with depth then keeps a few messages per pending successor
+//! rather than a whole network.
 
 use crate::network::{Cut, CutTaken, Envelope, Network};
 use crate::step_memo::Ran;
@@ -76,7 +77,7 @@ pub(crate) enum NetworkPart<P: Protocol> {
 pub(crate) struct Edit<P: Protocol> {
     /// The index of the message the step consumes (delivers or loses), if it consumes one.
     consumed: Option<u32>,
-    /// The queues the step cuts out (a reset, a transport error), if it cuts any.
+    /// The queues the step cuts out (a reset, a socket error, a transport error), if any.
     cut: Option<Cut>,
     /// While swapped in: what the cut took out, and the network's hash right after it.
     cut_taken: Option<(CutTaken<P::Msg>, u128)>,

@@ -105,8 +105,8 @@ impl<M: Serialize> Envelope<M> {
     }
 }
 
-/// A network less the message a step's event consumes, if any, or as a reset of a node leaves
-/// it, without the copy that making the change takes: what the step's handler sees and where
+/// A network less the message a step's event consumes, if any, or as a cut ([`Cut`]: a reset,
+/// a socket error, a transport error) leaves it, without the copy that making the change takes: what the step's handler sees and where
 /// its sends go. The copy is made only when the step's next world is built, which a search does
 /// only for worlds it has not seen.
 pub(crate) struct NetworkView<'n, M> {
@@ -138,9 +138,8 @@ impl<'n, M: Serialize> NetworkView<'n, M> {
         NetworkView { network, hidden: removed.map_or(Hidden::Nothing, Hidden::Message) }
     }
 
-    /// `network` as `cut` leaves it (FIFO channels only).
+    /// `network` as `cut` leaves it.
     pub(crate) fn cut(network: &'n Network<M>, cut: Cut) -> Self {
-        debug_assert_eq!(network.kind, NetworkKind::FifoChannels, "only FIFO channels hold queues to cut");
         NetworkView { network, hidden: Hidden::Cut(cut) }
     }
 

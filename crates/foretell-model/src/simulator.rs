@@ -205,8 +205,8 @@ impl<P: Protocol> Change<P> {
 
     /// The step's changes to `parent` as a delta makes them in place rather than in a copy:
     /// where the step only consumes a message or cuts queues out ([`Cut`]), and posts its
-    /// handler's sends (a grow-only network consumes nothing), and the network holds at least eight messages per change,
-    /// plus eight. A copy counts every message held up once and, when dropped, down once, and
+    /// handler's sends (a grow-only network consumes nothing), and the network holds at least
+    /// eight messages per change, plus eight. A copy counts every message held up once and, when dropped, down once, and
     /// keeps the whole network for as long as the delta waits; an edit in place makes and
     /// undoes each change twice over (to examine the new world, then to walk through it), each
     /// time with a search and a shift of the list (and, grow-only, a count), and checks the

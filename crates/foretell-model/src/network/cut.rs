@@ -20,7 +20,9 @@ use serde::Serialize;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// A change that takes whole queues out of a FIFO network.
+/// A change that takes whole queues out of a FIFO network. Only FIFO channels have connections
+/// to break (a reset of a node on another kind changes no network), and only they lose a queue
+/// with a delivered error; on another kind, a delivered error is only taken out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cut {
     /// A reset of this node: its queue to itself and its connections' queues are lost, its
@@ -149,7 +151,6 @@ impl<M: Serialize> Network<M> {
     /// Makes `cut` here, so that [`Network::undo_cut`] can take it back: returns what it took
     /// out. Copies no message: the kept ones close up, the lost ones move out.
     pub(crate) fn cut_in_place(&mut self, cut: Cut) -> CutTaken<M> {
-        debug_assert_eq!(self.kind, NetworkKind::FifoChannels, "only FIFO channels hold queues to cut");
         let ranges = self.lost_ranges(cut);
         let hash = self.hash_after_losing(cut, &ranges);
         let places: Vec<u32> = ranges.iter().flat_map(|range| range.start as u32..range.end as u32).collect();
