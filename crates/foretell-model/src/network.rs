@@ -106,9 +106,9 @@ impl<M: Serialize> Envelope<M> {
 }
 
 /// A network less the message a step's event consumes, if any, or as a cut ([`Cut`]: a reset,
-/// a socket error, a transport error) leaves it, without the copy that making the change takes: what the step's handler sees and where
-/// its sends go. The copy is made only when the step's next world is built, which a search does
-/// only for worlds it has not seen.
+/// a socket error, a transport error) leaves it, without the copy that making the change
+/// takes: what the step's handler sees and where its sends go. The copy is made only when the
+/// step's next world is built, which a search does only for worlds it has not seen.
 pub(crate) struct NetworkView<'n, M> {
     network: &'n Network<M>,
     hidden: Hidden,
