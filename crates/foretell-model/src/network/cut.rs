@@ -56,8 +56,9 @@ impl Cut {
 
 /// What [`Network::cut_in_place`] took out of a network, to put back.
 pub(crate) struct CutTaken<M> {
-    /// The lost messages' indices before the cut, ascending.
-    places: Vec<u32>,
+    /// The lost queues' index ranges before the cut, ascending ([`Network::lost_ranges`]).
+    ranges: Vec<Range<usize>>,
+    /// Their messages, in order.
     messages: Vec<Arc<Envelope<M>>>,
     restore: Restore,
 }
@@ -73,22 +74,23 @@ enum Restore {
 impl<M: Serialize> Network<M> {
     /// Whether `cut` loses the queue from `from` to `to`.
     pub(super) fn loses(&self, cut: Cut, from: NodeId, to: NodeId) -> bool {
-        match cut {
-            Cut::Reset(node) if from == to => from == node,
-            Cut::Reset(_) | Cut::Connection(_) => {
-                from != to && self.breaks(cut, (from.min(to), from.max(to)))
-            }
-            Cut::Error { index, queued } => queued && self.errors[index as usize] == (from, to),
-        }
+        self.lost_queues(cut).any(|queue| queue == (from, to))
+    }
+
+    /// The queues (sender, destination) `cut` loses: a reset node's queue to itself, both ways
+    /// over each broken connection, and a queued error's channel.
+    fn lost_queues(&self, cut: Cut) -> impl Iterator<Item = (NodeId, NodeId)> + '_ {
+        let own = match cut {
+            Cut::Reset(node) => Some((node, node)),
+            Cut::Error { index, queued: true } => Some(self.errors[index as usize]),
+            Cut::Connection(_) | Cut::Error { queued: false, .. } => None,
+        };
+        own.into_iter().chain(self.broken(cut).flat_map(|(a, b)| [(a, b), (b, a)]))
     }
 
     /// Whether `cut` breaks connection `pair` (lower node first), open here.
     pub(super) fn breaks(&self, cut: Cut, pair: (NodeId, NodeId)) -> bool {
-        match cut {
-            Cut::Reset(node) => touches(pair, node) && self.connections.binary_search(&pair).is_ok(),
-            Cut::Connection(index) => self.connections[index as usize] == pair,
-            Cut::Error { .. } => false,
-        }
+        self.broken(cut).any(|broken| broken == pair)
     }
 
     /// The connections `cut` breaks.
@@ -111,14 +113,7 @@ impl<M: Serialize> Network<M> {
             let start = self.messages.partition_point(|e| (e.from, e.to) < (from, to));
             start..start + self.messages[start..].partition_point(|e| (e.from, e.to) == (from, to))
         };
-        let both_ways = self.broken(cut).flat_map(|(a, b)| [(a, b), (b, a)]);
-        let mut ranges: Vec<_> = match cut {
-            Cut::Reset(node) => std::iter::once((node, node)).chain(both_ways).map(queue).collect(),
-            Cut::Connection(_) => both_ways.map(queue).collect(),
-            Cut::Error { index, queued: true } => vec![queue(self.errors[index as usize])],
-            Cut::Error { queued: false, .. } => Vec::new(),
-        };
-        ranges.retain(|range| !range.is_empty());
+        let mut ranges: Vec<_> = self.lost_queues(cut).map(queue).filter(|range| !range.is_empty()).collect();
         ranges.sort_unstable_by_key(|range| range.start);
         ranges
     }
@@ -153,16 +148,16 @@ impl<M: Serialize> Network<M> {
     pub(crate) fn cut_in_place(&mut self, cut: Cut) -> CutTaken<M> {
         let ranges = self.lost_ranges(cut);
         let hash = self.hash_after_losing(cut, &ranges);
-        let places: Vec<u32> = ranges.iter().flat_map(|range| range.start as u32..range.end as u32).collect();
         // Sorted out from the first lost message on.
-        let first = places.first().map_or(self.messages.len(), |&first| first as usize);
+        let first = ranges.first().map_or(self.messages.len(), |range| range.start);
         let tail = self.messages.split_off(first);
-        let mut lost = places.iter().map(|&at| at as usize).peekable();
-        let mut messages = Vec::with_capacity(places.len());
+        let mut messages = Vec::with_capacity(ranges.iter().map(Range::len).sum());
+        let mut lost = ranges.iter().peekable();
         for (at, e) in (first..).zip(tail) {
-            match lost.next_if_eq(&at) {
-                Some(_) => messages.push(e),
-                None => self.messages.push(e),
+            while lost.next_if(|range| range.end <= at).is_some() {}
+            match lost.peek() {
+                Some(range) if range.start <= at => messages.push(e),
+                _ => self.messages.push(e),
             }
         }
         let restore = match cut {
@@ -178,7 +173,7 @@ impl<M: Serialize> Network<M> {
         };
         self.hash = hash;
         self.debug_check();
-        CutTaken { places, messages, restore }
+        CutTaken { ranges, messages, restore }
     }
 
     /// Makes `cut` on this network, a copy, which keeps nothing to undo it.
@@ -189,7 +184,7 @@ impl<M: Serialize> Network<M> {
     /// Takes back [`Network::cut_in_place`]: its errors out (or back), its connections and
     /// messages back where they were; and sets the hash back to `hash`.
     pub(crate) fn undo_cut(&mut self, taken: CutTaken<M>, hash: u128) {
-        let CutTaken { places, messages, restore } = taken;
+        let CutTaken { ranges, messages, restore } = taken;
         match restore {
             Restore::Connections { cut, broken } => {
                 for pair in broken {
@@ -204,17 +199,15 @@ impl<M: Serialize> Network<M> {
             }
             Restore::Error { index, error } => self.errors.insert(index as usize, error),
         }
-        if let Some(&first) = places.first() {
+        if let Some(first) = ranges.first() {
             // Merged back from the first lost message's place on.
-            let kept = self.messages.split_off(first as usize);
-            let (mut kept, mut lost) = (kept.into_iter(), places.iter().zip(messages).peekable());
-            self.messages.reserve(kept.len() + lost.len());
-            while let Some(next) = match lost.next_if(|(&at, _)| at as usize == self.messages.len()) {
-                Some((_, e)) => Some(e),
-                None => kept.next(),
-            } {
-                self.messages.push(next);
+            let (mut kept, mut lost) =
+                (self.messages.split_off(first.start).into_iter(), messages.into_iter());
+            for range in &ranges {
+                self.messages.extend(kept.by_ref().take(range.start - self.messages.len()));
+                self.messages.extend(lost.by_ref().take(range.len()));
             }
+            self.messages.extend(kept);
         }
         self.hash = hash;
         self.debug_check();
