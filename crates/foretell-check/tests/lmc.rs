@@ -1,10 +1,10 @@
 //! Local model checking on small protocols: preliminary violations that no run reaches are
 //! rejected by soundness verification (under each network discipline), sound ones are
-//! reported with a trace the simulator replays, local assertions discard states, models the
-//! engine cannot check are refused with a reason, a violation soundness verification could not
-//! decide is reported as undecided, never as holding, a system state re-pointed at other
-//! local states is the one joined from them, and a run stops when told to even while no new
-//! local state comes.
+//! reported with a trace the simulator replays (found beside endless interleavings too), local
+//! assertions discard states, models the engine cannot check are refused with a reason, a
+//! violation soundness verification could not decide is reported as undecided, never as
+//! holding, a system state re-pointed at other local states is the one joined from them, and a
+//! run stops when told to even while no new local state comes.
 
 use foretell_check::{Check, Completion, Interrupt, LmcMode, LmcOptions, Report, Status};
 use foretell_model::{
@@ -387,6 +387,63 @@ fn soundness_verification_follows_a_run_deeper_than_the_stack() {
     let report = lmc(&countdown(), LmcMode::General);
     let violation = report.assert_violated("flag down");
     assert_eq!(violation.trace.steps.len(), LENGTH as usize + 1);
+}
+
+/// Node 0 flips between 0 and 1 on a spontaneous input, pinging node 1 each time; node 1 takes
+/// no ping. Node 2 counts its own spontaneous inputs up to `COUNT`. Node 0's cycle and the
+/// pings piling up in the network make the interleavings endless, the first ones a search tries
+/// (node 0's events come first) among them, while the violation takes `COUNT` events of node 2.
+struct Chatter;
+
+const COUNT: u8 = 3;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Ping;
+
+impl Protocol for Chatter {
+    type State = u8;
+    type Msg = Ping;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u8 {
+        0
+    }
+
+    fn on_input(&self, me: NodeId, count: &mut u8, _: &(), out: &mut Out<'_, Self>) {
+        match me.index() {
+            0 => {
+                *count ^= 1;
+                out.send(NodeId(1), Ping);
+            }
+            _ if *count < COUNT => *count += 1,
+            _ => out.disable(),
+        }
+    }
+
+    fn on_message(&self, _: NodeId, _: &mut u8, _: NodeId, _: &Ping, out: &mut Out<'_, Self>) {
+        out.disable();
+    }
+}
+
+/// The search for an interleaving deepens step by step: it finds node 2's run rather than
+/// following node 0 round its cycle for as long as its budget lasts (which it did before, and
+/// left the violation undecided).
+#[test]
+fn soundness_verification_finds_a_short_run_beside_endless_ones() {
+    let model = Model::new(Chatter)
+        .nodes(3)
+        .network(NetworkKind::Unordered)
+        .driver(Driver::new().spontaneous(NodeId(0), ()).spontaneous(NodeId(2), ()))
+        .always("node 2 below its count", |w| *w.state(NodeId(2)) < COUNT);
+    for mode in [LmcMode::General, LmcMode::Projected] {
+        let report = lmc(&model, mode);
+        let violation = report.assert_violated("node 2 below its count");
+        assert_eq!(violation.trace.steps.len(), COUNT as usize, "{}", violation.trace.to_text(false));
+        Simulator::new(&model).unwrap().replay(&violation.trace).expect("the trace replays");
+        let stats = report.lmc.as_ref().expect("lmc statistics");
+        assert!(stats.positions < 1_000, "{} positions examined", stats.positions);
+    }
 }
 
 /// With a soundness budget smaller than the one run to the violation, verification gives up:

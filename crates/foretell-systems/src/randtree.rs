@@ -1149,6 +1149,27 @@ mod tests {
         assert_eq!(shortest(&model, 11, "childrenSiblingsDisjoint"), 11);
     }
 
+    /// Local model checking (without resets, which it does not explore) finds the same bug, with
+    /// a trace that replays, and nothing in the fixed version. The recovery timers make the
+    /// interleavings of the local states endless; soundness verification deepens step by step,
+    /// so it finds the 11-event run among them (a search without a depth bound followed the
+    /// timers for its whole budget and left the violation undecided).
+    #[test]
+    fn update_sibling_is_found_by_local_model_checking() {
+        let config = Config { resets: 0, ..config(3) };
+        let buggy = model(config, Bug::UpdateSibling);
+        let report = Check::lmc(&buggy).run();
+        println!("{report}");
+        let violation = report.assert_violated("childrenSiblingsDisjoint");
+        Simulator::new(&buggy).unwrap().replay(&violation.trace).expect("replays");
+        assert_eq!(violation.trace.steps.len(), 11);
+        let report = Check::lmc(&model(config, Bug::None)).run();
+        println!("{report}");
+        assert_eq!(report.completion, Completion::Exhausted);
+        assert_safe(&report);
+        assert_eq!(report.lmc.as_ref().expect("lmc statistics").preliminary_violations, 0);
+    }
+
     #[test]
     fn update_sibling_is_found_from_fig2() {
         // Node 2 resets, joins again through node 0, which accepts it (once it has seen its

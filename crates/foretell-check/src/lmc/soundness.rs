@@ -18,13 +18,23 @@
 //! predecessor pointer, not only the first path's) without enumerating sequences whose count
 //! grows exponentially with depth — the cost the paper names as LMC's bottleneck (section 5.3).
 //!
+//! The search deepens iteratively: each pass takes at most a bound of events, the first as
+//! many as the nodes' first paths to their nearest targets take together, each next one a
+//! quarter more, until a pass finds an interleaving or ends without the bound cutting any
+//! position (then none exists). Without a bound, a depth-first search whose nodes can go round
+//! cycles of local states, each round sending messages that pile up in the network, follows
+//! such a cycle for as long as its budget lasts and may never come back to the short run
+//! beside it (RandTree's recovery timers did this to its `update-sibling` violation, which was
+//! left undecided after millions of positions). The passes' memo keeps, per position, the most
+//! events it had left when explored, so a position met again with more left is explored again.
+//!
 //! A search costs what it examines, not the size of the space: local exploration keeps each
 //! state's forward pointers ([`super::explore::NodeStates::next_out`]), a node's place comes with
 //! the states that can reach its targets, kept current from one verification to the next
 //! rather than walked afresh ([`super::reach`]), and the [`Verifier`] keeps each message's
-//! queue from one verification to the next. A position's memo key mixes raw numbers rather than a canonical encoding, since it
-//! never leaves the search, and the network's part of it is kept current by each change, in
-//! constant time ([`super::in_flight`]).
+//! queue from one verification to the next. A position's memo key mixes raw numbers rather
+//! than a canonical encoding, since it never leaves the search, and the network's part of it
+//! is kept current by each change, in constant time ([`super::in_flight`]).
 //!
 //! The network discipline is the model's: an unordered network is a multiset; a FIFO channel
 //! (or inbox) offers only its oldest message; a grow-only network never loses one.
@@ -36,7 +46,8 @@ use super::in_flight::{step, InFlight, SEED};
 use super::state_set::StateSet;
 use super::Stopper;
 use foretell_model::{NetworkKind, NodeId, Protocol};
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 /// The outcome of verifying one combination.
 pub(crate) enum Soundness {
@@ -64,8 +75,9 @@ pub(crate) struct Verifier {
     pub(crate) counts: SoundnessCounts,
     /// Per message of `I+`: the queue it waits in (destination, and sender on FIFO channels).
     queues: Vec<u32>,
-    /// The positions one search has examined, kept (emptied) for the next one's.
-    seen: FxHashSet<u128>,
+    /// The positions one search has examined, each with the most events it had left to take
+    /// there, kept (emptied) for the next one's.
+    seen: FxHashMap<u128, u32>,
 }
 
 impl Verifier {
@@ -94,30 +106,39 @@ impl Verifier {
             return Soundness::Unsound;
         }
         self.update_queues(space, kind);
-        self.seen.clear();
-        let mut search = Search {
-            space,
-            targets,
-            goal,
-            reaching,
-            seen: &mut self.seen,
-            budget,
-            examined: 0,
-            stopper,
-            order: Vec::new(),
-            out_of_budget: false,
+        let mut examined = 0;
+        let mut bound = first_bound(space, targets);
+        let found = loop {
+            self.seen.clear();
+            let mut search = Search {
+                space,
+                targets,
+                goal,
+                reaching: &reaching,
+                seen: &mut self.seen,
+                budget: budget.saturating_sub(examined),
+                examined: 0,
+                bound,
+                cut: false,
+                stopper,
+                order: Vec::new(),
+                out_of_budget: false,
+            };
+            let mut positions = vec![0 as StateId; targets.len()];
+            let mut net = InFlight::new(kind, &self.queues, &space.initial_messages);
+            let found = search.go(&mut positions, &mut net);
+            examined += search.examined;
+            if found {
+                break Soundness::Sound(search.order);
+            } else if search.out_of_budget {
+                break Soundness::Abandoned;
+            } else if !search.cut {
+                break Soundness::Unsound;
+            }
+            bound = deeper(bound);
         };
-        let mut positions = vec![0 as StateId; targets.len()];
-        let mut net = InFlight::new(kind, &self.queues, &space.initial_messages);
-        let found = search.go(&mut positions, &mut net);
-        self.counts.positions += search.examined;
-        if found {
-            Soundness::Sound(search.order)
-        } else if search.out_of_budget {
-            Soundness::Abandoned
-        } else {
-            Soundness::Unsound
-        }
+        self.counts.positions += examined;
+        found
     }
 
     /// Extends the queue of each message to the messages `I+` gained.
@@ -139,11 +160,15 @@ struct Search<'a, 's, 'm, P: Protocol> {
     goal: &'a dyn Fn(&[StateId]) -> bool,
     /// Per node with targets, the states that can still reach one: only events into them are
     /// taken. A node without targets takes every event.
-    reaching: Vec<Option<&'a StateSet>>,
-    /// Positions already explored without success.
-    seen: &'a mut FxHashSet<u128>,
+    reaching: &'a [Option<&'a StateSet>],
+    /// Positions already explored without success, with the most events left to take there.
+    seen: &'a mut FxHashMap<u128, u32>,
     budget: u64,
     examined: u64,
+    /// The most events an interleaving may have in this pass.
+    bound: u32,
+    /// Whether the bound stopped some position from being explored.
+    cut: bool,
     stopper: &'a Stopper,
     /// The events taken so far (the interleaving, once found).
     order: Vec<(NodeId, SeqEvent)>,
@@ -187,10 +212,10 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
     /// its last target, since the forward edges lead only to states that reach a target.
     ///
     /// The path is a stack of [`Frame`]s on the heap, not the call stack: its depth is bounded
-    /// only by the budget of positions, which can be far deeper than a thread's stack allows.
+    /// only by the pass's bound, which can be far deeper than a thread's stack allows.
     /// When it answers `false`, `positions` and `net` are left wherever the search stopped.
     fn go(&mut self, positions: &mut [StateId], net: &mut InFlight<'_>) -> bool {
-        match self.enter(positions, net) {
+        match self.enter(positions, net, 0) {
             Entered::Found => return true,
             Entered::Closed => return false,
             Entered::Open => {}
@@ -208,7 +233,7 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
                 continue;
             };
             frame.taken = Some(taken);
-            match self.enter(positions, net) {
+            match self.enter(positions, net, path.len() as u32) {
                 Entered::Found => return true,
                 Entered::Closed => {}
                 Entered::Open => path.push(self.frame()),
@@ -222,11 +247,17 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         Frame { node: 0, tried: None, taken: None }
     }
 
-    /// Counts a position reached, and says whether to explore it.
-    fn enter(&mut self, positions: &[StateId], net: &InFlight<'_>) -> Entered {
-        // A position seen before was no success then, nor below it.
-        if !self.seen.insert(position_key(positions, net)) {
-            return Entered::Closed;
+    /// Counts a position reached after `depth` events, and says whether to explore it.
+    fn enter(&mut self, positions: &[StateId], net: &InFlight<'_>, depth: u32) -> Entered {
+        // A position explored before with at least as many events left was no success then,
+        // nor below it.
+        let left = self.bound.saturating_sub(depth);
+        match self.seen.entry(position_key(positions, net)) {
+            Entry::Occupied(entry) if *entry.get() >= left => return Entered::Closed,
+            Entry::Occupied(mut entry) => *entry.get_mut() = left,
+            Entry::Vacant(entry) => {
+                entry.insert(left);
+            }
         }
         let placed = positions.iter().zip(self.targets).all(|(&p, t)| t.admits(p));
         if placed && (self.goal)(positions) {
@@ -235,6 +266,10 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
         self.examined += 1;
         if self.examined > self.budget || self.stopper.stopped() {
             self.out_of_budget = true;
+            return Entered::Closed;
+        }
+        if left == 0 {
+            self.cut = true;
             return Entered::Closed;
         }
         Entered::Open
@@ -289,6 +324,27 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
             net.put_back(m);
         }
     }
+}
+
+/// The bound of the first pass: as many events as the first paths to the nearest targets take
+/// together, the length of the run in which each node follows its first path (if their events
+/// interleave).
+fn first_bound<P: Protocol>(space: &LocalSpace<'_, '_, P>, targets: &[Place]) -> u32 {
+    let nearest = |(node, place): (usize, &Place)| match place {
+        Place::Free => 0,
+        Place::AnyOf { targets, .. } => {
+            let states = &space.nodes[node].states;
+            targets.iter().map(|state| states[state as usize].depth).min().unwrap_or(0)
+        }
+    };
+    targets.iter().enumerate().map(nearest).fold(0, u32::saturating_add).max(1)
+}
+
+/// The bound of the pass after one with `bound` that the bound cut: a quarter deeper, so that
+/// the passes' cost is dominated by the last one's and an interleaving found is longer than the
+/// shortest by at most about a quarter (or than the first pass's bound).
+fn deeper(bound: u32) -> u32 {
+    bound.saturating_add(1 + bound / 4)
 }
 
 /// The memo key of a position: the node states in order and the key of the messages in flight
