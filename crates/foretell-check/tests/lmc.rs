@@ -426,16 +426,39 @@ impl Protocol for Chatter {
     }
 }
 
+/// `Chatter`'s model, with `property` on node 2's count.
+fn chatter(name: &'static str, property: fn(u8) -> bool) -> Model<Chatter> {
+    Model::new(Chatter)
+        .nodes(3)
+        .network(NetworkKind::Unordered)
+        .driver(Driver::new().spontaneous(NodeId(0), ()).spontaneous(NodeId(2), ()))
+        .always(name, move |w| property(*w.state(NodeId(2))))
+}
+
+/// Node 0's second flip sends a second ping on its path, a copy beyond the default duplicate
+/// limit: the run that ends without a violation explored what its limits allow, not every
+/// reachable world, and says so, as under a local-event bound. With one copy allowed, nothing
+/// is cut and the space is exhausted.
+#[test]
+fn a_copy_beyond_the_duplicate_limit_bounds_the_run() {
+    let model = chatter("node 2 at most its count", |count| count <= COUNT);
+    let report = lmc(&model, LmcMode::General);
+    report.assert_holds("node 2 at most its count");
+    assert!(report.lmc.as_ref().expect("lmc statistics").duplicates_suppressed > 0, "{report}");
+    assert_eq!(report.completion, Completion::DepthBound, "{report}");
+    let options = LmcOptions { duplicates: 1, ..LmcOptions::default() };
+    let report = Check::lmc(&model).lmc_options(options).run();
+    report.assert_holds("node 2 at most its count");
+    assert_eq!(report.lmc.as_ref().expect("lmc statistics").duplicates_suppressed, 0, "{report}");
+    assert_eq!(report.completion, Completion::Exhausted, "{report}");
+}
+
 /// The search for an interleaving deepens step by step: it finds node 2's run rather than
 /// following node 0 round its cycle for as long as its budget lasts (which it did before, and
 /// left the violation undecided).
 #[test]
 fn soundness_verification_finds_a_short_run_beside_endless_ones() {
-    let model = Model::new(Chatter)
-        .nodes(3)
-        .network(NetworkKind::Unordered)
-        .driver(Driver::new().spontaneous(NodeId(0), ()).spontaneous(NodeId(2), ()))
-        .always("node 2 below its count", |w| *w.state(NodeId(2)) < COUNT);
+    let model = chatter("node 2 below its count", |count| count < COUNT);
     for mode in [LmcMode::General, LmcMode::Projected] {
         let report = lmc(&model, mode);
         let violation = report.assert_violated("node 2 below its count");

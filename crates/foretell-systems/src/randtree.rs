@@ -1087,7 +1087,7 @@ pub fn system() -> System {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foretell_check::{Check, Completion, Report, Status};
+    use foretell_check::{Check, Completion, LmcOptions, Report, Status};
     use foretell_model::Simulator;
 
     const SAFETY: [&str; 4] = ["noLoops", "joinedOrNullParent", "timers", "childrenSiblingsDisjoint"];
@@ -1163,7 +1163,9 @@ mod tests {
         let violation = report.assert_violated("childrenSiblingsDisjoint");
         Simulator::new(&buggy).unwrap().replay(&violation.trace).expect("replays");
         assert_eq!(violation.trace.steps.len(), 11);
-        let report = Check::lmc(&model(config, Bug::None)).run();
+        // Two copies of a message sent again on one path, so that no limit cuts the space.
+        let options = LmcOptions { duplicates: 2, ..LmcOptions::default() };
+        let report = Check::lmc(&model(config, Bug::None)).lmc_options(options).run();
         println!("{report}");
         assert_eq!(report.completion, Completion::Exhausted);
         assert_safe(&report);

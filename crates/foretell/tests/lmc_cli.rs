@@ -58,13 +58,24 @@ fn the_one_proposal_space_is_exhausted() {
 
 /// With `--lmc-channel-order` no ring node takes a sender's message after a later one, so P#'s
 /// leader election, whose local states run into millions in any order, is explored to the
-/// end, and its property holds (as the global search says). The flag keeps its bug-finding
+/// end (given room for two copies of a message sent again on one path), and its property holds
+/// (as the global search says). The flag keeps its bug-finding
 /// too: `last-promise` is still found from the live state.
 #[test]
 fn channel_order_exhausts_leader_election_and_still_finds_last_promise() {
     let dir = scratch("lmc-channel-order");
-    let args =
-        ["check", "leader-election", "--engine", "lmc", "--lmc-channel-order", "--timeout", "60", "--json"];
+    let args = [
+        "check",
+        "leader-election",
+        "--engine",
+        "lmc",
+        "--lmc-channel-order",
+        "--lmc-duplicates",
+        "2",
+        "--timeout",
+        "60",
+        "--json",
+    ];
     let output = foretell(&args, &dir);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let report = support::json(&output.stdout);
@@ -85,7 +96,11 @@ fn channel_order_exhausts_leader_election_and_still_finds_last_promise() {
 #[test]
 fn handler_panics_on_impossible_local_states_are_discarded_quietly() {
     let dir = scratch("lmc-quiet");
-    let output = foretell(&["check", "replicating-storage", "--engine", "lmc", "--json"], &dir);
+    // Three copies of a message sent again on one path, so that no limit cuts the space.
+    let output = foretell(
+        &["check", "replicating-storage", "--engine", "lmc", "--lmc-duplicates", "3", "--json"],
+        &dir,
+    );
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
     let report = support::json(&output.stdout);

@@ -50,6 +50,15 @@ use std::ops::ControlFlow;
 use std::time::Instant;
 use verdicts::{Context, Verdicts};
 
+/// What the limits of one exploration cut: whether the local-event bound stopped a local
+/// event, and whether the duplicate limit kept a copy of a message out of `I+`. Either makes
+/// an exploration that ends without a violation cover less than every reachable local state.
+#[derive(Clone, Copy)]
+struct Cuts {
+    local_events: bool,
+    duplicates: bool,
+}
+
 /// What local model checking is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LmcOptions {
@@ -200,21 +209,21 @@ pub(crate) fn run<P: Protocol>(sim: &Simulator<'_, P>, options: &CheckOptions) -
         true => (Some(1), options.lmc.local_events.unwrap_or(u32::MAX)),
         false => (options.lmc.local_events, 0),
     };
-    let (found, bounded) = loop {
+    let (found, cuts) = loop {
         let mut combiner = combiner()?;
         run.stats.rounds += 1;
         run.stats.bound = bound;
-        let (found, cut) = run.explore(bound, &mut combiner);
+        let (found, cuts) = run.explore(bound, &mut combiner);
         if let Some(reason) = run.stopper.refusal.take() {
             return Err(unsupported(&reason));
         }
         let last = bound.is_none_or(|b| b >= max);
-        if found.is_some() || run.stopper.stop.get().is_some() || !cut || last {
-            break (found, cut);
+        if found.is_some() || run.stopper.stop.get().is_some() || !cuts.local_events || last {
+            break (found, cuts);
         }
         bound = bound.map(|b| b + 1);
     };
-    Ok(run.report(found, bounded))
+    Ok(run.report(found, cuts.local_events || cuts.duplicates))
 }
 
 /// Why local exploration cannot keep channel order ([`explore`]) on `network`, where
@@ -249,9 +258,9 @@ struct Run<'r, 's, 'm, P: Protocol> {
 
 impl<P: Protocol> Run<'_, '_, '_, P> {
     /// Explores the local space with local-event `bound` until it is exhausted, a sound
-    /// violation is found or the run is stopped. Returns the violation and whether the bound
-    /// stopped some local event.
-    fn explore(&mut self, bound: Option<u32>, combiner: &mut Combiner<P>) -> (Option<Violation>, bool) {
+    /// violation is found or the run is stopped. Returns the violation and what the limits
+    /// cut.
+    fn explore(&mut self, bound: Option<u32>, combiner: &mut Combiner<P>) -> (Option<Violation>, Cuts) {
         let sim = self.sim;
         let in_flight = self.start.messages().cloned().collect::<Vec<_>>();
         let locals = sim.local_states(&self.start);
@@ -330,7 +339,8 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         }
         self.note_space(&space, combiner.into_inner());
         let violation = verdicts.sound.map(|order| self.violation(&space, &order));
-        (violation, space.bounded)
+        let cuts = Cuts { local_events: space.bounded, duplicates: space.counts.duplicates_suppressed > 0 };
+        (violation, cuts)
     }
 
     /// Records the space's counts in the statistics.
@@ -406,7 +416,8 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         trace
     }
 
-    /// The report, with the sound violation `found` if any.
+    /// The report, with the sound violation `found` if any; `bounded` when a limit cut the
+    /// exploration ([`Cuts`]).
     fn report(mut self, found: Option<Violation>, bounded: bool) -> Report {
         let seconds = self.started.elapsed().as_secs_f64();
         self.stats.soundness_checks = self.soundness.checks;
