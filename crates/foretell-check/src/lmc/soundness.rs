@@ -108,7 +108,7 @@ impl Verifier {
         self.update_queues(space, kind);
         let mut examined = 0;
         let mut bound = first_bound(space, targets);
-        let found = loop {
+        let verdict = loop {
             self.seen.clear();
             let mut search = Search {
                 space,
@@ -138,7 +138,7 @@ impl Verifier {
             bound = deeper(bound);
         };
         self.counts.positions += examined;
-        found
+        verdict
     }
 
     /// Extends the queue of each message to the messages `I+` gained.
