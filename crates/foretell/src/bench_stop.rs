@@ -8,7 +8,7 @@
 //! after how many runs. The exit code is the completed bench's, as `check` exits 0 with its
 //! partial report.
 
-use crate::commands::interrupt_on_ctrl_c;
+use crate::signals::interrupt_on_signal;
 use anyhow::Result;
 use foretell_check::Interrupt;
 
@@ -21,7 +21,7 @@ pub(crate) struct Stop {
 impl Stop {
     /// Installs the Ctrl-C handler; call once per process.
     pub(crate) fn on_ctrl_c() -> Result<Self> {
-        Ok(Stop { interrupt: interrupt_on_ctrl_c()?, completed: 0 })
+        Ok(Stop { interrupt: interrupt_on_signal()?, completed: 0 })
     }
 
     /// The flag to pass to every engine run.

@@ -117,7 +117,7 @@ pub fn run(args: ClusterArgs) -> Result<ExitCode> {
     let reporter = config.process_index == 0;
     match args.mode {
         Mode::Bfs => {
-            let interrupt = crate::commands::interrupt_on_ctrl_c()?;
+            let interrupt = crate::signals::interrupt_on_signal()?;
             let bar = progress_bar();
             let sink_bar = bar.clone();
             let options = CheckOptions {

@@ -1,10 +1,11 @@
 //! The verbs: glue between parsed flags, the system registry, the engines and the terminal.
 
 use crate::cli::{CheckArgs, Cli, Command, LivenessArgs, SystemChoice};
+use crate::signals::interrupt_on_signal;
 use anyhow::{bail, Context, Result};
 use foretell_check::{
-    CheckOptions, DynModel, EngineKind, FingerprintBits, Interrupt, LivenessOptions, LivenessProgress,
-    LivenessReport, LivenessVerdict, LmcOptions, Memory, Prefix, Progress, Report, Violation,
+    CheckOptions, DynModel, EngineKind, FingerprintBits, LivenessOptions, LivenessProgress, LivenessReport,
+    LivenessVerdict, LmcOptions, Memory, Prefix, Progress, Report, Violation,
 };
 use foretell_model::{SystemRef, Trace, TraceVerdict, ViolationKind};
 use foretell_systems::{Settings, Start, System};
@@ -74,7 +75,7 @@ fn check(args: CheckArgs) -> Result<ExitCode> {
     usable_trace_out(args.trace_out.as_deref())?;
     let (system, settings) = configured(&args.target, args.from.as_deref())?;
     let model = system.build_model(&settings)?;
-    let interrupt = interrupt_on_ctrl_c()?;
+    let interrupt = interrupt_on_signal()?;
     let bar = progress_bar();
     let sink_bar = bar.clone();
     let lmc = lmc_options(&args)?;
@@ -165,7 +166,7 @@ fn liveness(args: LivenessArgs) -> Result<ExitCode> {
         }
     };
     let model: Arc<dyn DynModel> = Arc::from(system.build_model(&settings)?);
-    let interrupt = interrupt_on_ctrl_c()?;
+    let interrupt = interrupt_on_signal()?;
     let bar = progress_bar();
     let sink_bar = bar.clone();
     let defaults = LivenessOptions::default();
@@ -237,14 +238,6 @@ pub(crate) fn configured(target: &SystemChoice, from: Option<&str>) -> Result<(S
         settings.start = Some(start(&system, from)?);
     }
     Ok((system, settings))
-}
-
-/// An interrupt flag that Ctrl-C raises: the run stops and prints its partial report.
-pub(crate) fn interrupt_on_ctrl_c() -> Result<Interrupt> {
-    let interrupt = Interrupt::new();
-    let on_interrupt = interrupt.clone();
-    ctrlc::set_handler(move || on_interrupt.raise()).context("cannot install the Ctrl-C handler")?;
-    Ok(interrupt)
 }
 
 /// Refuses a `--trace-out` path that no trace could be written to (a directory, or a file in a

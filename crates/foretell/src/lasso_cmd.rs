@@ -2,9 +2,8 @@
 //! text or JSON, and the finding's trace to a file.
 
 use crate::cli::LassoArgs;
-use crate::commands::{
-    configured, interrupt_on_ctrl_c, print_text, progress_bar, usable_trace_out, write_trace,
-};
+use crate::commands::{configured, print_text, progress_bar, usable_trace_out, write_trace};
+use crate::signals::interrupt_on_signal;
 use anyhow::Result;
 use foretell_check::{FoundKind, LassoFindingReport, LassoOptions, LassoReport};
 use foretell_model::SystemRef;
@@ -17,7 +16,7 @@ pub fn run(args: LassoArgs) -> Result<ExitCode> {
     usable_trace_out(args.trace_out.as_deref())?;
     let (system, settings) = configured(&args.target, args.from.as_deref())?;
     let model = system.build_model(&settings)?;
-    let interrupt = interrupt_on_ctrl_c()?;
+    let interrupt = interrupt_on_signal()?;
     let defaults = LassoOptions::default();
     let options = LassoOptions {
         method: args.method,

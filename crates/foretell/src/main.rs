@@ -16,6 +16,7 @@ mod cli;
 mod cluster_cmd;
 mod commands;
 mod lasso_cmd;
+mod signals;
 
 use clap::Parser;
 use std::process::ExitCode;

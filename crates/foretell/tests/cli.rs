@@ -3,7 +3,7 @@
 mod support;
 
 use std::process::Command;
-use support::{foretell, interrupted, json, scratch, stdout};
+use support::{foretell, interrupted, json, scratch, signalled, stdout};
 
 /// A correct system holds: exit 0 and the JSON report carries TLC's count.
 #[test]
@@ -257,6 +257,24 @@ fn an_interrupted_check_prints_the_partial_report() {
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["completion"], "interrupted");
     assert!(report["stats"]["unique_states"].as_u64().unwrap() > 0);
+}
+
+/// SIGTERM (`timeout`, a cancelled CI job) and SIGHUP stop a run as Ctrl-C does, with the
+/// partial report; a second signal soon after the first (`timeout` signals its command, then
+/// the command's process group) is the same stop, not an exit without the report.
+#[test]
+fn a_terminated_check_prints_the_partial_report() {
+    let dir = scratch("terminate");
+    let args = ["check", "two-phase-commit", "--set", "rms=10", "--json"];
+    let soon = std::time::Duration::from_millis(1500);
+    let twice = [(soon, "TERM"), (std::time::Duration::from_millis(50), "TERM")];
+    for signals in [&[(soon, "TERM")][..], &[(soon, "HUP")], &twice] {
+        let output = signalled(&args, &dir, signals);
+        assert_eq!(output.status.code(), Some(0), "{signals:?}: {output:?}");
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["completion"], "interrupted", "{signals:?}");
+        assert!(report["stats"]["unique_states"].as_u64().unwrap() > 0, "{signals:?}");
+    }
 }
 
 /// Both fingerprint widths find the same worlds.

@@ -52,14 +52,26 @@ pub fn json(text: &[u8]) -> serde_json::Value {
 
 /// Runs `foretell args` in `dir`, sends it SIGINT (Ctrl-C) after `after`, and waits for it.
 pub fn interrupted(args: &[&str], dir: &Path, after: std::time::Duration) -> Output {
+    signalled(args, dir, &[(after, "INT")])
+}
+
+/// Runs `foretell args` in `dir`, sends it each signal (a name `kill` knows) after its pause,
+/// and waits for it. A signal after the first may find the process gone, and is then not sent.
+pub fn signalled(args: &[&str], dir: &Path, signals: &[(std::time::Duration, &str)]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_foretell"))
         .args(args)
         .current_dir(dir)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("the binary runs");
-    std::thread::sleep(after);
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill runs");
-    assert!(kill.success(), "kill -INT failed");
+    for (i, &(pause, signal)) in signals.iter().enumerate() {
+        std::thread::sleep(pause);
+        let kill = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("kill runs");
+        assert!(kill.success() || i > 0, "kill -{signal} failed");
+    }
     child.wait_with_output().expect("the binary ends")
 }
