@@ -436,21 +436,23 @@ fn chatter(name: &'static str, property: fn(u8) -> bool) -> Model<Chatter> {
 }
 
 /// Node 0's second flip sends a second ping on its path, a copy beyond the default duplicate
-/// limit: the run that ends without a violation explored what its limits allow, not every
-/// reachable world, and says so, as under a local-event bound. With one copy allowed, nothing
-/// is cut and the space is exhausted.
+/// limit. Node 1 takes no ping, so the copy kept out could lead nowhere the first did not: the
+/// space is exhausted, the copy still counted. Where the receiver takes every copy (node 1 of
+/// `Retransmit`), the copy kept out could, and the run that ends without a violation explored
+/// what its limit allows, not every reachable world, and says so, as under a local-event bound.
 #[test]
-fn a_copy_beyond_the_duplicate_limit_bounds_the_run() {
+fn a_copy_beyond_the_duplicate_limit_bounds_the_run_where_the_last_one_was_taken() {
     let model = chatter("node 2 at most its count", |count| count <= COUNT);
     let report = lmc(&model, LmcMode::General);
     report.assert_holds("node 2 at most its count");
     assert!(report.lmc.as_ref().expect("lmc statistics").duplicates_suppressed > 0, "{report}");
-    assert_eq!(report.completion, Completion::DepthBound, "{report}");
-    let options = LmcOptions { duplicates: 1, ..LmcOptions::default() };
-    let report = Check::lmc(&model).lmc_options(options).run();
-    report.assert_holds("node 2 at most its count");
-    assert_eq!(report.lmc.as_ref().expect("lmc statistics").duplicates_suppressed, 0, "{report}");
     assert_eq!(report.completion, Completion::Exhausted, "{report}");
+    for duplicates in [0, 1, 2] {
+        let options = LmcOptions { duplicates, ..LmcOptions::default() };
+        let report = Check::lmc(&retransmit(u8::MAX)).lmc_options(options).run();
+        report.assert_holds("fewer deliveries");
+        assert_eq!(report.completion, Completion::DepthBound, "{report}");
+    }
 }
 
 /// The search for an interleaving deepens step by step: it finds node 2's run rather than
@@ -467,6 +469,78 @@ fn soundness_verification_finds_a_short_run_beside_endless_ones() {
         let stats = report.lmc.as_ref().expect("lmc statistics");
         assert!(stats.positions < 1_000, "{} positions examined", stats.positions);
     }
+}
+
+/// Node 0, on its input, arms a retransmission timer; each time it fires, node 0 sends `Data`
+/// to node 1 and arms it again, its state as it was: a self-reference that sends. Node 1
+/// counts what it takes. Only repeating the self-reference puts a second copy, or a third, in
+/// flight.
+struct Retransmit;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Data;
+
+impl Protocol for Retransmit {
+    type State = u8;
+    type Msg = Data;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u8 {
+        0
+    }
+
+    fn on_input(&self, _: NodeId, _: &mut u8, _: &(), out: &mut Out<'_, Self>) {
+        out.set_timer((), 100);
+    }
+
+    fn on_timer(&self, _: NodeId, _: &mut u8, _: &(), out: &mut Out<'_, Self>) {
+        out.send(NodeId(1), Data);
+        out.set_timer((), 100);
+    }
+
+    fn on_message(&self, _: NodeId, taken: &mut u8, _: NodeId, _: &Data, _: &mut Out<'_, Self>) {
+        *taken += 1;
+    }
+}
+
+/// `Retransmit`'s model: node 1 takes `Data` fewer than `times` times.
+fn retransmit(times: u8) -> Model<Retransmit> {
+    Model::new(Retransmit)
+        .nodes(2)
+        .network(NetworkKind::Unordered)
+        .driver(Driver::new().input(NodeId(0), ()))
+        .always("fewer deliveries", move |w| *w.state(NodeId(1)) < times)
+}
+
+/// A self-reference that sends is a step of real runs, and may be taken again: the messages it
+/// sent have a producer in soundness verification (before, none, and every violation needing
+/// one was refuted), each copy the duplicate limit allows is delivered, and the next copy
+/// bounds the run rather than letting it claim every reachable world.
+#[test]
+fn a_self_reference_that_sends_produces_every_copy_the_limit_allows() {
+    for (times, duplicates) in [(1, 0), (2, 1), (3, 2)] {
+        let model = retransmit(times);
+        for mode in [LmcMode::General, LmcMode::Projected] {
+            let options = LmcOptions { mode, duplicates, ..LmcOptions::default() };
+            let report = Check::lmc(&model).lmc_options(options).run();
+            let violation = report.assert_violated("fewer deliveries");
+            // The input, a timer per copy (the search may take one more) and a delivery of each.
+            let text = violation.trace.to_text(false);
+            let steps = &violation.trace.steps;
+            let deliveries = steps.iter().filter(|step| step.node == NodeId(1)).count();
+            let timers = steps.iter().filter(|step| step.node == NodeId(0)).count() - 1;
+            assert_eq!(deliveries, times as usize, "{text}");
+            assert!(timers >= deliveries && timers <= deliveries + 1, "{text}");
+            Simulator::new(&model).unwrap().replay(&violation.trace).expect("the trace replays");
+        }
+    }
+    // One copy more than the limit allows is needed: no violation, and no claim of completeness.
+    let options = LmcOptions { duplicates: 1, ..LmcOptions::default() };
+    let report = Check::lmc(&retransmit(3)).lmc_options(options).run();
+    report.assert_holds("fewer deliveries");
+    assert!(report.lmc.as_ref().expect("lmc statistics").duplicates_suppressed > 0, "{report}");
+    assert_eq!(report.completion, Completion::DepthBound, "{report}");
 }
 
 /// With a soundness budget smaller than the one run to the violation, verification gives up:

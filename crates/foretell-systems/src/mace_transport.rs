@@ -964,7 +964,7 @@ pub fn system() -> System {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use foretell_check::{Check, Report, Status};
+    use foretell_check::{Check, Completion, LmcOptions, Report, Status};
     use foretell_model::Simulator;
 
     /// The default configuration with `bug`: two messages, one sender reset, no loss.
@@ -1062,6 +1062,31 @@ mod tests {
         let report = bfs(&model, STALE_TIMER_DEPTH);
         assert_found(&model, &report, "noDuplicateDelivery", 4);
         assert_eq!(report.stats.unique_states, 9);
+    }
+
+    /// Local model checking finds it too, once a second copy of a message is allowed: the
+    /// retransmission is a self-reference of the sender (its timer armed again as it was),
+    /// which soundness verification takes. Before, it had no predecessor pointer, the
+    /// retransmitted SYN no producer, and the violation was refuted. The fixed transport
+    /// passes, over its whole local space: its receiver takes no retransmitted copy, so the
+    /// copies beyond the limit (the sender retransmits forever) could lead nowhere new.
+    #[test]
+    fn dup_delivery_is_found_by_local_model_checking() {
+        let options = LmcOptions { duplicates: 1, ..LmcOptions::default() };
+        for messages in [1, 2] {
+            let buggy = model(Config { messages, ..smallest(Bug::DupDelivery) });
+            let report = Check::lmc(&buggy).lmc_options(options).run();
+            println!("{report}");
+            assert_found(&buggy, &report, "noDuplicateDelivery", 4);
+        }
+        let report = Check::lmc(&model(smallest(Bug::None))).lmc_options(options).run();
+        println!("{report}");
+        for property in ["retransmissionTimerScheduled", "noDuplicateDelivery", "sequenceOrdering"] {
+            report.assert_holds(property);
+        }
+        assert!(report.violations.is_empty(), "{report}");
+        assert_eq!(report.completion, Completion::Exhausted, "{report}");
+        assert!(report.lmc.as_ref().expect("lmc statistics").duplicates_suppressed > 0, "{report}");
     }
 
     /// From the initial world: the first incarnation's SYN is accepted, the sender resets, the

@@ -38,16 +38,25 @@
 //! protocol: it cuts the out-of-order states a chatty protocol's local exploration drowns in,
 //! and the counts split states that any order would merge (docs/BENCHMARKS.md).
 //!
-//! Departures, as in the paper's prototype: an event that leaves the state unchanged adds its
-//! messages to `I+` but no predecessor pointer (self-references are not followed); a local
-//! assertion or a panic discards the state it would have produced. A message sent again by the
-//! same path gets a copy number; copies beyond the duplicate limit stay out of `I+` (they still
-//! count in soundness verification, where a FIFO channel must hold them).
+//! Departures, as in the paper's prototype: an event that leaves the state unchanged is not
+//! followed (self-references); a local assertion or a panic discards the state it would have
+//! produced. A message sent again by the same path gets a copy number; copies beyond the
+//! duplicate limit stay out of `I+` (they still count in soundness verification, where a FIFO
+//! channel must hold them).
+//!
+//! A self-reference that sent messages adds them to `I+` and keeps a predecessor pointer from
+//! its state to itself, which soundness verification may take: without it such a message has
+//! no producer on any path (a retransmission whose timer is armed again as it was, Mace's
+//! transport's duplicated SYN), and every violation that needs it is refuted. A timer's or an
+//! input's can be taken again and again, so the later copies of what it sent go into `I+` as
+//! well, up to the duplicate limit and one beyond ([`LocalSpace::repeat_sendings`]); a
+//! delivery's needs another copy of its message, and its replies are not repeated (repeating
+//! them made P#'s ReplicatingStorage eighty times larger).
 
 use super::Stopper;
 use foretell_model::{
-    ChoiceOdometer, Chooser, Envelope, FingerprintHasher, LocalAction, LocalEvent, LocalState, NodeId,
-    Protocol, Simulator, StepViolation, SystemState, World,
+    ChoiceOdometer, Chooser, Envelope, FingerprintHasher, LocalAction, LocalEvent, LocalState, NetworkKind,
+    NodeId, Protocol, Simulator, StepViolation, SystemState, World,
 };
 use rustc_hash::FxHashMap;
 use std::ops::ControlFlow;
@@ -72,6 +81,10 @@ pub(crate) struct Message<M> {
     /// The first message of `I+` with the same envelope (itself if it is the first): what a
     /// path's count of sendings is kept by.
     first: MsgId,
+    /// How many sendings of its envelope on its path came before it.
+    copy: u32,
+    /// Whether some state's first path took it.
+    taken: bool,
     /// Its place on its channel under channel order (0 otherwise).
     place: u32,
     /// How many states of the destination it has been applied to (or skipped).
@@ -206,7 +219,8 @@ pub(crate) struct NodeStates<P: Protocol> {
     sent: SentTables,
     /// States whose local events have been tried.
     locals_done: usize,
-    /// Predecessor pointers added to states visited before (merges).
+    /// Predecessor pointers added to states visited before (merges, and self-references that
+    /// sent messages).
     pub(crate) merges: u64,
 }
 
@@ -501,9 +515,16 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             (0, _) => self.message_index[&(key.0, 0, 0)],
             _ => *self.envelopes.entry(key.0).or_insert(id),
         };
-        self.messages.push(Message { envelope, delivered, first, place, applied: 0 });
+        self.messages.push(Message { envelope, delivered, first, copy, taken: false, place, applied: 0 });
         self.message_index.insert(key, id);
         id
+    }
+
+    /// The message soundness verification puts in flight for message `m`: the first of `I+`
+    /// with its envelope. Copies of one envelope are one message on the wire, so any of them
+    /// a path sent may be the one a delivery of another takes.
+    pub(crate) fn token(&self, m: MsgId) -> MsgId {
+        self.messages[m as usize].first
     }
 
     /// The first message of `I+` with the envelope whose hash is `hash`, if any.
@@ -513,6 +534,24 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             true => self.envelopes.get(&hash),
         }
         .copied()
+    }
+
+    /// Whether the duplicate limit kept out a copy that could have led anywhere new. A copy
+    /// beyond the limit does what the limit's last copy of its envelope does at every state
+    /// that did not take that one (copies differ only in which a state has taken), so it
+    /// matters only if some state took the last copy. Under channel order, where copies also
+    /// differ in their places, any copy kept out counts.
+    pub(crate) fn duplicates_cut(&self) -> bool {
+        if self.counts.duplicates_suppressed == 0 {
+            return false;
+        }
+        if self.channels.on {
+            return true;
+        }
+        self.messages.iter().filter(|m| !m.delivered).any(|kept_out| {
+            let last = self.message_index.get(&(kept_out.envelope.hash(), self.duplicates, 0));
+            last.is_none_or(|&id| self.messages[id as usize].taken)
+        })
     }
 
     /// Predecessor pointers added to states visited before, over all nodes.
@@ -710,11 +749,21 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             false => outcome.next.hash(),
         };
         self.next_counts = counts;
-        if key == self.nodes[node.index()].key::<ORDERED>(from) {
-            return ControlFlow::Continue(()); // a self-reference: not followed
-        }
         let choices = &outcome.choices[..];
         let states = &mut self.nodes[node.index()];
+        if key == states.key::<ORDERED>(from) {
+            // A self-reference: nothing new to follow. One that sent something is kept as a
+            // pointer from the state to itself, for soundness verification to take: the
+            // messages it sent have no other producer.
+            if !produced.is_empty() {
+                states.add_pred(from, from, step, &produced, choices);
+                states.merges += 1;
+                if let Step::Local(_) = step {
+                    self.repeat_sendings(&produced);
+                }
+            }
+            return ControlFlow::Continue(());
+        }
         if let Some(&existing) = states.index.get(&key) {
             // A state meets each event, with each choice vector, once (messages remember how
             // far they were applied, states how far their local events were), so the pointer
@@ -766,7 +815,39 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         states.states.push(visited);
         states.add_pred(from, id, step, &produced, choices);
         states.index.insert(key, id);
+        if let Some(m) = consumed {
+            self.messages[m as usize].taken = true;
+        }
         fresh(self, node, id)
+    }
+
+    /// After a self-reference of a timer or an input that sent `produced`: the step can be
+    /// taken again and again from the same state, each time sending its messages once more, so every later copy of each is
+    /// put into `I+` too — up to the duplicate limit, and one beyond it, which stays out and
+    /// bounds the run. (A grow-only network holds one of each message however often sent.)
+    /// Without them, a receiver would take as many copies as the first sending's path made,
+    /// and a run claimed complete might not be.
+    fn repeat_sendings(&mut self, produced: &[MsgId]) {
+        debug_assert!(!self.channels.on, "under channel order a step that sends is no self-reference");
+        if self.sim.model().network_kind() == NetworkKind::GrowOnly {
+            return;
+        }
+        // The last copy of each envelope this step sent, by its first message.
+        let mut last: Vec<(MsgId, MsgId)> = Vec::new();
+        for &id in produced {
+            let first = self.messages[id as usize].first;
+            match last.iter_mut().find(|(f, _)| *f == first) {
+                Some(entry) => entry.1 = id,
+                None => last.push((first, id)),
+            }
+        }
+        for (_, id) in last {
+            let message = &self.messages[id as usize];
+            let (envelope, copy) = (message.envelope.clone(), message.copy);
+            for later in copy + 1..=self.duplicates + 1 {
+                self.intern(envelope.clone(), later, 0);
+            }
+        }
     }
 }
 

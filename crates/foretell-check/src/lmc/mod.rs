@@ -339,7 +339,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         }
         self.note_space(&space, combiner.into_inner());
         let violation = verdicts.sound.map(|order| self.violation(&space, &order));
-        let cuts = Cuts { local_events: space.bounded, duplicates: space.counts.duplicates_suppressed > 0 };
+        let cuts = Cuts { local_events: space.bounded, duplicates: space.duplicates_cut() };
         (violation, cuts)
     }
 

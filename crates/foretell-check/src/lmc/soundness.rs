@@ -37,7 +37,11 @@
 //! is kept current by each change, in constant time ([`super::in_flight`]).
 //!
 //! The network discipline is the model's: an unordered network is a multiset; a FIFO channel
-//! (or inbox) offers only its oldest message; a grow-only network never loses one.
+//! (or inbox) offers only its oldest message; a grow-only network never loses one. What is in
+//! flight are envelopes, not copies: local exploration numbers the copies of an envelope a
+//! path sends (so that a node may take it more than once), but on the wire they are one
+//! message, and a delivery of any copy takes whichever is there
+//! ([`super::explore::LocalSpace::token`]).
 
 use super::combine::Place;
 pub(crate) use super::explore::SeqEvent;
@@ -106,6 +110,7 @@ impl Verifier {
             return Soundness::Unsound;
         }
         self.update_queues(space, kind);
+        let initial: Vec<MsgId> = space.initial_messages.iter().map(|&m| space.token(m)).collect();
         let mut examined = 0;
         let mut bound = first_bound(space, targets);
         let verdict = loop {
@@ -125,7 +130,7 @@ impl Verifier {
                 out_of_budget: false,
             };
             let mut positions = vec![0 as StateId; targets.len()];
-            let mut net = InFlight::new(kind, &self.queues, &space.initial_messages);
+            let mut net = InFlight::new(kind, &self.queues, &initial);
             let found = search.go(&mut positions, &mut net);
             examined += search.examined;
             if found {
@@ -295,13 +300,15 @@ impl<P: Protocol> Search<'_, '_, '_, P> {
                 }
                 let pred = states.pred(event.pred);
                 let consumed = match pred.step {
-                    Step::Deliver(m) if net.take(m) => Some(m),
-                    Step::Deliver(_) => continue,
+                    Step::Deliver(m) => match self.space.token(m) {
+                        token if net.take(token) => Some(token),
+                        _ => continue,
+                    },
                     Step::Local(_) => None,
                 };
                 let produced = states.produced(pred);
                 for &m in produced {
-                    net.push(m);
+                    net.push(self.space.token(m));
                 }
                 positions[node] = event.to;
                 self.order.push((NodeId::new(node), event));
