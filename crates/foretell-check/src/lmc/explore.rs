@@ -822,11 +822,12 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     }
 
     /// After a self-reference of a timer or an input that sent `produced`: the step can be
-    /// taken again and again from the same state, each time sending its messages once more, so every later copy of each is
-    /// put into `I+` too — up to the duplicate limit, and one beyond it, which stays out and
-    /// bounds the run. (A grow-only network holds one of each message however often sent.)
-    /// Without them, a receiver would take as many copies as the first sending's path made,
-    /// and a run claimed complete might not be.
+    /// taken again and again from the same state, each time sending its messages once more,
+    /// so every later copy of each is put into `I+` too — up to the duplicate limit, and one
+    /// beyond it, which stays out (and bounds the run where the limit's last copy was taken).
+    /// (A grow-only network holds one of each message however often sent.) Without them, a
+    /// receiver would take only as many copies as the first sending's path made, and a run
+    /// claimed complete might not be.
     fn repeat_sendings(&mut self, produced: &[MsgId]) {
         debug_assert!(!self.channels.on, "under channel order a step that sends is no self-reference");
         if self.sim.model().network_kind() == NetworkKind::GrowOnly {
