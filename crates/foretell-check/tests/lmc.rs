@@ -543,6 +543,129 @@ fn a_self_reference_that_sends_produces_every_copy_the_limit_allows() {
     assert_eq!(report.completion, Completion::DepthBound, "{report}");
 }
 
+/// Node 0's spontaneous input flips it between two states, and each flip up sends node 1 a
+/// `Ping`: a cycle of two local states that sends, which the path round it repeats. Node 1
+/// counts what it takes. The flip down leads back to the start state, whose first path sent no
+/// ping, so the copies of the next round are numbered as the first round's were: only a
+/// second copy put in flight where that cycle closes lets node 1 take two.
+struct Flipper;
+
+impl Protocol for Flipper {
+    type State = u8;
+    type Msg = Ping;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u8 {
+        0
+    }
+
+    fn on_input(&self, _: NodeId, up: &mut u8, _: &(), out: &mut Out<'_, Self>) {
+        *up ^= 1;
+        if *up == 1 {
+            out.send(NodeId(1), Ping);
+        }
+    }
+
+    fn on_message(&self, _: NodeId, taken: &mut u8, _: NodeId, _: &Ping, _: &mut Out<'_, Self>) {
+        *taken += 1;
+    }
+}
+
+/// `Flipper`'s model: node 1 takes a ping fewer than `times` times.
+fn flipper(times: u8) -> Model<Flipper> {
+    Model::new(Flipper)
+        .nodes(2)
+        .network(NetworkKind::Unordered)
+        .driver(Driver::new().spontaneous(NodeId(0), ()))
+        .always("fewer pings", move |w| *w.state(NodeId(1)) < times)
+}
+
+/// Node 0 retransmits `Req` to node 1 on a timer (a self-reference that sends); node 1 answers
+/// each with `Ack` to node 2 and stays as it was (a delivery that changes nothing but replies);
+/// node 2 counts the acks. Each copy of the request node 1 takes sends one more ack.
+struct Echo;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum EchoMsg {
+    Req,
+    Ack,
+}
+
+impl Protocol for Echo {
+    type State = u8;
+    type Msg = EchoMsg;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, _: NodeId, _: &mut Out<'_, Self>) -> u8 {
+        0
+    }
+
+    fn on_input(&self, _: NodeId, _: &mut u8, _: &(), out: &mut Out<'_, Self>) {
+        out.set_timer((), 100);
+    }
+
+    fn on_timer(&self, _: NodeId, _: &mut u8, _: &(), out: &mut Out<'_, Self>) {
+        out.send(NodeId(1), EchoMsg::Req);
+        out.set_timer((), 100);
+    }
+
+    fn on_message(&self, me: NodeId, acks: &mut u8, _: NodeId, msg: &EchoMsg, out: &mut Out<'_, Self>) {
+        match (me.index(), msg) {
+            (1, EchoMsg::Req) => out.send(NodeId(2), EchoMsg::Ack),
+            (2, EchoMsg::Ack) => *acks += 1,
+            _ => out.disable(),
+        }
+    }
+}
+
+/// `Echo`'s model: node 2 takes an ack fewer than `times` times.
+fn echo(times: u8) -> Model<Echo> {
+    Model::new(Echo)
+        .nodes(3)
+        .network(NetworkKind::Unordered)
+        .driver(Driver::new().input(NodeId(0), ()))
+        .always("fewer acks", move |w| *w.state(NodeId(2)) < times)
+}
+
+/// Messages sent round a cycle of several local states, and the replies of a delivery that
+/// changes nothing, are sent again by the runs that go round again: each copy the duplicate
+/// limit allows is put in flight, so a violation needing them is found (before, the receiver
+/// was given one copy and the run said the property held in every reachable world), and where
+/// the limit keeps a copy out the run says it was bounded.
+#[test]
+fn copies_sent_round_cycles_and_by_replies_reach_their_receivers() {
+    fn found<P: Protocol>(model: &Model<P>, property: &str, duplicates: u32) -> usize {
+        let mut lengths = Vec::new();
+        for mode in [LmcMode::General, LmcMode::Projected] {
+            let options = LmcOptions { mode, duplicates, ..LmcOptions::default() };
+            let report = Check::lmc(model).lmc_options(options).run();
+            let violation = report.assert_violated(property);
+            Simulator::new(model).unwrap().replay(&violation.trace).expect("the trace replays");
+            lengths.push(violation.trace.steps.len());
+        }
+        lengths[0]
+    }
+    fn bounded<P: Protocol>(model: &Model<P>, property: &str, duplicates: u32) {
+        let options = LmcOptions { duplicates, ..LmcOptions::default() };
+        let report = Check::lmc(model).lmc_options(options).run();
+        println!("{report}");
+        report.assert_holds(property);
+        assert_eq!(report.completion, Completion::DepthBound, "{report}");
+    }
+    for (times, duplicates) in [(2, 1), (3, 2)] {
+        // Two flips a ping, and its delivery.
+        assert!(found(&flipper(times), "fewer pings", duplicates) >= 3 * times as usize - 1);
+        // The input, then a timer, a request's delivery and an ack's per ack.
+        assert!(found(&echo(times), "fewer acks", duplicates) > 3 * times as usize);
+    }
+    bounded(&flipper(2), "fewer pings", 0);
+    bounded(&echo(2), "fewer acks", 0);
+    bounded(&flipper(3), "fewer pings", 1);
+    bounded(&echo(3), "fewer acks", 1);
+}
+
 /// With a soundness budget smaller than the one run to the violation, verification gives up:
 /// the property is reported undecided (and the verdict says so), not as holding.
 #[test]

@@ -47,11 +47,18 @@
 //! A self-reference that sent messages adds them to `I+` and keeps a predecessor pointer from
 //! its state to itself, which soundness verification may take: without it such a message has
 //! no producer on any path (a retransmission whose timer is armed again as it was, Mace's
-//! transport's duplicated SYN), and every violation that needs it is refuted. A timer's or an
-//! input's can be taken again and again, so the later copies of what it sent go into `I+` as
-//! well, up to the duplicate limit and one beyond ([`LocalSpace::repeat_sendings`]); a
-//! delivery's needs another copy of its message, and its replies are not repeated (repeating
-//! them made P#'s ReplicatingStorage eighty times larger).
+//! transport's duplicated SYN), and every violation that needs it is refuted.
+//!
+//! Copy numbers count a state's first path, but other paths into the state may have sent a
+//! message more often: round a cycle (a timer's self-reference that sends, two flips back to a
+//! state met before) or along a path that meets the first. A state some path reached with
+//! more sendings keeps how many more ([`LocalSpace::follow`]), the copies those paths send go
+//! into `I+` too, and the raise is carried on to the states after it; round a cycle the count
+//! climbs to every copy the duplicate limit allows and one beyond, kept out. A delivery that
+//! changes nothing but replies raises its state's count of the reply once per copy of the
+//! request, not round and round (which made P#'s ReplicatingStorage eighty times larger).
+//! Without these, a receiver took a message only as often as first paths sent it, and a run
+//! that said it had explored every reachable world had not.
 
 use super::Stopper;
 use foretell_model::{
@@ -81,8 +88,6 @@ pub(crate) struct Message<M> {
     /// The first message of `I+` with the same envelope (itself if it is the first): what a
     /// path's count of sendings is kept by.
     first: MsgId,
-    /// How many sendings of its envelope on its path came before it.
-    copy: u32,
     /// Whether some state's first path took it.
     taken: bool,
     /// Its place on its channel under channel order (0 otherwise).
@@ -217,6 +222,10 @@ pub(crate) struct NodeStates<P: Protocol> {
     choices: Vec<usize>,
     histories: Vec<MsgId>,
     sent: SentTables,
+    /// For the states some path reached with more sendings of a message than its first path
+    /// made: how many more (sorted by the message's first copy), as far as one beyond the
+    /// duplicate limit ([`LocalSpace::follow`]).
+    surplus: FxHashMap<StateId, Vec<(MsgId, u32)>>,
     /// States whose local events have been tried.
     locals_done: usize,
     /// Predecessor pointers added to states visited before (merges, and self-references that
@@ -415,6 +424,11 @@ pub(crate) struct LocalSpace<'s, 'm, P: Protocol> {
     sendings: Vec<(MsgId, u32)>,
     /// Reused by every step: the next state's channel counts.
     next_counts: Vec<u32>,
+    /// Whether copy numbers count what paths other than a state's first sent
+    /// ([`Self::follow`]): not under channel order, where each sending has its own place and
+    /// the copy number only decides what the duplicate limit keeps out, nor on a grow-only
+    /// network, which holds one of each message however often sent.
+    counts_copies: bool,
 }
 
 impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
@@ -465,6 +479,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                     choices: Vec::new(),
                     histories: Vec::new(),
                     sent: SentTables::new(),
+                    surplus: FxHashMap::default(),
                     locals_done: 0,
                     merges: 0,
                 }
@@ -487,6 +502,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             actions: Vec::new(),
             sendings: Vec::new(),
             next_counts: Vec::new(),
+            counts_copies: !channels.on && sim.model().network_kind() != NetworkKind::GrowOnly,
         };
         let mut copies: Vec<(u128, u32)> = Vec::new();
         for (envelope, place) in in_flight.into_iter().zip(places) {
@@ -515,7 +531,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             (0, _) => self.message_index[&(key.0, 0, 0)],
             _ => *self.envelopes.entry(key.0).or_insert(id),
         };
-        self.messages.push(Message { envelope, delivered, first, copy, taken: false, place, applied: 0 });
+        self.messages.push(Message { envelope, delivered, first, taken: false, place, applied: 0 });
         self.message_index.insert(key, id);
         id
     }
@@ -539,8 +555,10 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     /// Whether the duplicate limit kept out a copy that could have led anywhere new. A copy
     /// beyond the limit does what the limit's last copy of its envelope does at every state
     /// that did not take that one (copies differ only in which a state has taken), so it
-    /// matters only if some state took the last copy. Under channel order, where copies also
-    /// differ in their places, any copy kept out counts.
+    /// matters only if some state took the last copy; and there, only if delivering it
+    /// reaches a state or sends a message local exploration does not have
+    /// ([`Self::leads_anywhere_new`]). Under channel order, where copies also differ in their
+    /// places, any copy kept out counts.
     pub(crate) fn duplicates_cut(&self) -> bool {
         if self.counts.duplicates_suppressed == 0 {
             return false;
@@ -548,10 +566,108 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         if self.channels.on {
             return true;
         }
+        // Probing costs handler runs; past as many as the exploration made, the cut is assumed
+        // to matter.
+        let mut budget = self.counts.transitions;
+        let mut probing = Vec::new();
         self.messages.iter().filter(|m| !m.delivered).any(|kept_out| {
-            let last = self.message_index.get(&(kept_out.envelope.hash(), self.duplicates, 0));
-            last.is_none_or(|&id| self.messages[id as usize].taken)
+            self.beyond_matters(&kept_out.envelope, kept_out.first, &mut budget, &mut probing)
         })
+    }
+
+    /// Whether a copy of `envelope` beyond the duplicate limit (whose first copy is `first`)
+    /// could lead anywhere new: only if the limit's last copy was taken somewhere, and then as
+    /// [`Self::leads_anywhere_new`] finds. `probing` holds the envelopes whose probes are under
+    /// way: a copy one of them sends again beyond the limit is assumed to lead nowhere new, the
+    /// assumption the probe under way decides.
+    fn beyond_matters(
+        &self,
+        envelope: &Envelope<P::Msg>,
+        first: MsgId,
+        budget: &mut u64,
+        probing: &mut Vec<u128>,
+    ) -> bool {
+        let hash = envelope.hash();
+        let last = self.message_index.get(&(hash, self.duplicates, 0));
+        if !last.is_none_or(|&id| self.messages[id as usize].taken) || probing.contains(&hash) {
+            return false;
+        }
+        probing.push(hash);
+        let matters = self.leads_anywhere_new(envelope, first, budget, probing);
+        probing.pop();
+        matters
+    }
+
+    /// Whether delivering a copy of `envelope` beyond the duplicate limit, to a state of its
+    /// destination that has taken every copy the limit allows (or that taking one leaves as it
+    /// was), could visit a state that is not in the node's set, or send a message whose copies
+    /// are not all in `I+` up to the limit — a copy beyond that is kept out in its turn, and
+    /// matters as [`Self::beyond_matters`] finds. A handler
+    /// does not see copy numbers, so where no such step does, the copies kept out change only
+    /// how often known messages are sent, never a node's set of states: the sets are closed
+    /// under every delivery a real run makes, and the run is as complete as without a limit.
+    /// The dining philosophers' forks, locked and released round and round by copies of the
+    /// same requests, are the case in point. A probe that needs more than `budget` handler
+    /// runs, reads the network, or runs out of choices to try counts as leading somewhere.
+    fn leads_anywhere_new(
+        &self,
+        envelope: &Envelope<P::Msg>,
+        first: MsgId,
+        budget: &mut u64,
+        probing: &mut Vec<u128>,
+    ) -> bool {
+        let (to, hash) = (envelope.to, envelope.hash());
+        let copies: Vec<MsgId> = (0..=self.duplicates)
+            .filter_map(|copy| self.message_index.get(&(hash, copy, 0)).copied())
+            .collect();
+        let to_itself = envelope.from == to;
+        let states = &self.nodes[to.index()];
+        for (id, state) in states.states.iter().enumerate() {
+            let history = states.history(state);
+            // A state that has not taken every copy the limit allows could take one of those
+            // instead, which does the same — unless taking it leaves the state as it was: then
+            // the copy kept out is one repetition more, whose replies count.
+            let took_all = copies.iter().all(|id| history.binary_search(id).is_ok());
+            if to_itself && states.sendings(state, first).is_none() {
+                continue;
+            }
+            let mut odometer = ChoiceOdometer::new();
+            loop {
+                if *budget == 0 {
+                    return true;
+                }
+                *budget -= 1;
+                let outcome =
+                    self.sim.local_step(to, &state.local, LocalEvent::Deliver(envelope), &mut odometer);
+                if outcome.read_network {
+                    return true;
+                }
+                let stays = states.index.get(&outcome.next.hash()) == Some(&(id as StateId));
+                if outcome.violation.is_none() && (took_all || stays) {
+                    if !states.index.contains_key(&outcome.next.hash()) {
+                        return true;
+                    }
+                    for sent in &outcome.sent {
+                        let sent_hash = sent.hash();
+                        if self.message_index.contains_key(&(sent_hash, self.duplicates + 1, 0)) {
+                            continue; // kept out already, and probed in its turn
+                        }
+                        let Some(&sent_first) = self.message_index.get(&(sent_hash, 0, 0)) else {
+                            return true;
+                        };
+                        let within = (1..=self.duplicates)
+                            .all(|copy| self.message_index.contains_key(&(sent_hash, copy, 0)));
+                        if !within || self.beyond_matters(sent, sent_first, budget, probing) {
+                            return true;
+                        }
+                    }
+                }
+                if !odometer.advance() {
+                    break;
+                }
+            }
+        }
+        false
     }
 
     /// Predecessor pointers added to states visited before, over all nodes.
@@ -758,8 +874,11 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             if !produced.is_empty() {
                 states.add_pred(from, from, step, &produced, choices);
                 states.merges += 1;
-                if let Step::Local(_) = step {
-                    self.repeat_sendings(&produced);
+                if self.counts_copies {
+                    match step {
+                        Step::Local(_) => self.follow(node, from, from, &produced),
+                        Step::Deliver(m) => self.repeat_replies(node, from, m, &produced),
+                    }
                 }
             }
             return ControlFlow::Continue(());
@@ -770,6 +889,9 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             // is new: no need to look through the state's others.
             states.add_pred(from, existing, step, &produced, choices);
             states.merges += 1;
+            if self.counts_copies {
+                self.follow(node, from, existing, &produced);
+            }
             return ControlFlow::Continue(());
         }
         let source = &states.states[from as usize];
@@ -818,37 +940,181 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         if let Some(m) = consumed {
             self.messages[m as usize].taken = true;
         }
+        if self.counts_copies && states.surplus.contains_key(&from) {
+            self.follow(node, from, id, &produced);
+        }
         fresh(self, node, id)
     }
 
-    /// After a self-reference of a timer or an input that sent `produced`: the step can be
-    /// taken again and again from the same state, each time sending its messages once more,
-    /// so every later copy of each is put into `I+` too — up to the duplicate limit, and one
-    /// beyond it, which stays out (and bounds the run where the limit's last copy was taken).
-    /// (A grow-only network holds one of each message however often sent.) Without them, a
-    /// receiver would take only as many copies as the first sending's path made, and a run
-    /// claimed complete might not be.
-    fn repeat_sendings(&mut self, produced: &[MsgId]) {
-        debug_assert!(!self.channels.on, "under channel order a step that sends is no self-reference");
-        if self.sim.model().network_kind() == NetworkKind::GrowOnly {
-            return;
+    /// After a pointer from state `from` of `node` into `to` that sent `produced`: the paths
+    /// through it may have sent a message more often than `to`'s first path did — round a
+    /// cycle (a timer that retransmits and leaves its state as it was, two flips back to a
+    /// state met before) or along another path that meets it — and those paths send the
+    /// next copies. So `to` keeps the most sendings of each message any of its paths is known
+    /// to have made, beyond its first path's ([`NodeStates::surplus`], up to one beyond the
+    /// duplicate limit), the copies those paths send are put into `I+` ([`Self::fill`]), and
+    /// a raised count is carried on to every state after `to` ([`Self::spread`]). Round a
+    /// cycle the count climbs to its cap: every copy the duplicate limit allows, and one kept
+    /// out. Without it, a receiver took a cycle's message only as often as the first path
+    /// sent it, and a run that said every reachable world was explored had not explored them.
+    fn follow(&mut self, node: NodeId, from: StateId, to: StateId, produced: &[MsgId]) {
+        if self.raise(node, from, to, produced) {
+            self.spread(node, to);
         }
-        // The last copy of each envelope this step sent, by its first message.
-        let mut last: Vec<(MsgId, MsgId)> = Vec::new();
+    }
+
+    /// [`Self::follow`] without carrying a raise on: whether `to`'s counts were raised.
+    fn raise(&mut self, node: NodeId, from: StateId, to: StateId, produced: &[MsgId]) -> bool {
+        let cap = self.duplicates + 2;
+        let states = &self.nodes[node.index()];
+        let (source, target) = (&states.states[from as usize], &states.states[to as usize]);
+        let surplus = states.surplus.get(&from);
+        if surplus.is_none()
+            && produced.is_empty()
+            && source.sent == target.sent
+            && !states.surplus.contains_key(&to)
+        {
+            return false;
+        }
+        // The most sendings of each message on the paths through `from` and this step.
+        let most = &mut self.sendings;
+        most.clear();
+        most.extend_from_slice(states.sent.get(source.sent));
+        for &(first, more) in surplus.map_or(&[][..], Vec::as_slice) {
+            add(most, first, more);
+        }
+        for &id in produced {
+            add(most, self.messages[id as usize].first, 1);
+        }
+        let target_sent = states.sent.get(target.sent);
+        let target_surplus = states.surplus.get(&to).map_or(&[][..], Vec::as_slice);
+        let count = |table: &[(MsgId, u32)], first: MsgId| {
+            table.binary_search_by_key(&first, |&(f, _)| f).map_or(0, |at| table[at].1)
+        };
+        let mut raised = Vec::new();
+        for &(first, sent) in most.iter() {
+            let (sent, first_path) = (sent.min(cap), count(target_sent, first));
+            if sent > first_path + count(target_surplus, first) {
+                raised.push((first, sent - first_path));
+            }
+        }
+        // The copies this step sent on the paths that sent the most.
+        if surplus.is_some() {
+            let mut fills = Vec::new();
+            for &id in produced {
+                let first = self.messages[id as usize].first;
+                fills.push((first, count(most, first)));
+            }
+            for (first, sent) in fills {
+                self.fill(first, sent);
+            }
+        }
+        if raised.is_empty() {
+            return false;
+        }
+        let surplus = self.nodes[node.index()].surplus.entry(to).or_default();
+        for (first, more) in raised {
+            match surplus.binary_search_by_key(&first, |&(f, _)| f) {
+                Ok(at) => surplus[at].1 = more,
+                Err(at) => surplus.insert(at, (first, more)),
+            }
+        }
+        true
+    }
+
+    /// Carries a raise of `start`'s counts on to the states after it, as far as it raises
+    /// theirs. A delivery that left a state as it was and replied is not followed round: each
+    /// copy of its request is taken there once ([`Self::repeat_replies`]), and its replies'
+    /// copies are only filled.
+    fn spread(&mut self, node: NodeId, start: StateId) {
+        let mut work = vec![start];
+        let mut produced = Vec::new();
+        while let Some(state) = work.pop() {
+            let mut out = self.nodes[node.index()].next_out(state, None);
+            while let Some(SeqEvent { to, pred }) = out {
+                let states = &self.nodes[node.index()];
+                let p = states.pred(pred);
+                produced.clear();
+                produced.extend_from_slice(states.produced(p));
+                if to == state && matches!(p.step, Step::Deliver(_)) {
+                    let surplus = states.surplus.get(&state).map_or(&[][..], Vec::as_slice).to_vec();
+                    let source = &states.states[state as usize];
+                    let fills: Vec<(MsgId, u32)> = produced
+                        .iter()
+                        .map(|&id| {
+                            let first = self.messages[id as usize].first;
+                            let first_path = states.sendings(source, first).unwrap_or(0);
+                            let more = surplus
+                                .binary_search_by_key(&first, |&(f, _)| f)
+                                .map_or(0, |at| surplus[at].1);
+                            (first, first_path + more)
+                        })
+                        .collect();
+                    for (first, sent) in fills {
+                        self.fill(first, sent);
+                    }
+                } else if self.raise(node, state, to, &produced) {
+                    work.push(to);
+                }
+                out = self.nodes[node.index()].next_out(state, Some(pred));
+            }
+        }
+    }
+
+    /// After a delivery of `m` that left state `from` of `node` as it was but sent `produced`
+    /// (a reply to a request that changes nothing): the state takes every other copy of the
+    /// request the same way, and each time sends its replies once more. So each such delivery
+    /// raises the state's counts of its replies by what it sent, once — exactly as many times
+    /// as there are copies of the requests, where following it round as a timer's
+    /// self-reference gave P#'s ReplicatingStorage eighty times the states. The request
+    /// counts as taken: a copy of it beyond the duplicate limit would have sent one more reply.
+    fn repeat_replies(&mut self, node: NodeId, from: StateId, m: MsgId, produced: &[MsgId]) {
+        self.messages[m as usize].taken = true;
+        let cap = self.duplicates + 2;
+        let states = &mut self.nodes[node.index()];
+        let first_path = states.sent.get(states.states[from as usize].sent).to_vec();
+        let surplus = states.surplus.entry(from).or_default();
+        let mut fills = Vec::new();
         for &id in produced {
             let first = self.messages[id as usize].first;
-            match last.iter_mut().find(|(f, _)| *f == first) {
-                Some(entry) => entry.1 = id,
-                None => last.push((first, id)),
+            let sent = first_path.binary_search_by_key(&first, |&(f, _)| f).map_or(0, |at| first_path[at].1);
+            let more = match surplus.binary_search_by_key(&first, |&(f, _)| f) {
+                Ok(at) => {
+                    surplus[at].1 = (surplus[at].1 + 1).min(cap.saturating_sub(sent));
+                    surplus[at].1
+                }
+                Err(at) => {
+                    surplus.insert(at, (first, 1.min(cap.saturating_sub(sent))));
+                    surplus[at].1
+                }
+            };
+            fills.push((first, sent + more));
+        }
+        for (first, sent) in fills {
+            self.fill(first, sent);
+        }
+        self.spread(node, from);
+    }
+
+    /// Puts the first `sent` copies of the message whose first copy is `first` into `I+`, as
+    /// far as one beyond the duplicate limit (which stays out, and bounds the run where the
+    /// limit's last copy was taken).
+    fn fill(&mut self, first: MsgId, sent: u32) {
+        let hash = self.messages[first as usize].envelope.hash();
+        for copy in 1..sent.min(self.duplicates + 2) {
+            if !self.message_index.contains_key(&(hash, copy, 0)) {
+                let envelope = self.messages[first as usize].envelope.clone();
+                self.intern(envelope, copy, 0);
             }
         }
-        for (_, id) in last {
-            let message = &self.messages[id as usize];
-            let (envelope, copy) = (message.envelope.clone(), message.copy);
-            for later in copy + 1..=self.duplicates + 1 {
-                self.intern(envelope.clone(), later, 0);
-            }
-        }
+    }
+}
+
+/// Adds `more` sendings of the message `key` stands for to the sorted `counts`.
+fn add<K: Ord + Copy>(counts: &mut Vec<(K, u32)>, key: K, more: u32) {
+    match counts.binary_search_by_key(&key, |&(k, _)| k) {
+        Ok(at) => counts[at].1 += more,
+        Err(at) => counts.insert(at, (key, more)),
     }
 }
 
