@@ -106,6 +106,25 @@ fn handler_panics_on_impossible_local_states_are_discarded_quietly() {
     assert!(report["lmc"]["discarded"].as_u64().unwrap() > 0, "{report}");
 }
 
+/// The dining philosophers retry round and round, so a fork rejects a philosopher more often
+/// than any duplicate limit allows. Under `--lmc-duplicates 1` the copy kept out is probed:
+/// the fork it finds taken stays so and sends one more rejection, a copy `I+` does not have,
+/// which is probed in its turn at the philosopher and leads only to states known already. Every
+/// node's set is then closed (each of the two fork and four philosopher states is there), and
+/// the run is exhausted, not cut at the limit.
+#[test]
+fn a_duplicate_limit_whose_cut_leads_nowhere_new_leaves_the_run_exhausted() {
+    let dir = scratch("lmc-probe");
+    let args = ["check", "dining-philosophers", "--engine", "lmc", "--lmc-duplicates", "1", "--json"];
+    let output = foretell(&args, &dir);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report = support::json(&output.stdout);
+    assert_eq!(report["completion"], "exhausted", "{report}");
+    let states: Vec<u64> =
+        report["lmc"]["local_states"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect();
+    assert_eq!(states, [2, 2, 2, 4, 4, 4], "{report}");
+}
+
 /// An online-style run holds to a memory budget as to a time budget: two proposals (the
 /// paper's harder space) under the projected form fill 190 MiB in 20 s; a budget of 50M stops
 /// the run cleanly with a partial report, polled often enough to stay within a few megabytes.

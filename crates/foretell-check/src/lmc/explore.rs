@@ -575,11 +575,12 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         })
     }
 
-    /// Whether a copy of `envelope` beyond the duplicate limit (whose first copy is `first`)
-    /// could lead anywhere new: only if the limit's last copy was taken somewhere, and then as
-    /// [`Self::leads_anywhere_new`] finds. `probing` holds the envelopes whose probes are under
-    /// way: a copy one of them sends again beyond the limit is assumed to lead nowhere new, the
-    /// assumption the probe under way decides.
+    /// Whether a copy of `envelope` that `I+` does not have (whose first copy is `first`) —
+    /// one beyond the duplicate limit, or the next one a probe's reply would add — could lead
+    /// anywhere new: only if the last copy `I+` has was taken somewhere (everywhere else the
+    /// new one does what that one does), and then as [`Self::leads_anywhere_new`] finds.
+    /// `probing` holds the envelopes whose probes are under way: a copy one of them sends
+    /// again is assumed to lead nowhere new, the assumption the probe under way decides.
     fn beyond_matters(
         &self,
         envelope: &Envelope<P::Msg>,
@@ -588,7 +589,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         probing: &mut Vec<u128>,
     ) -> bool {
         let hash = envelope.hash();
-        let last = self.message_index.get(&(hash, self.duplicates, 0));
+        let last = (0..=self.duplicates).rev().find_map(|copy| self.message_index.get(&(hash, copy, 0)));
         if !last.is_none_or(|&id| self.messages[id as usize].taken) || probing.contains(&hash) {
             return false;
         }
@@ -598,11 +599,10 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         matters
     }
 
-    /// Whether delivering a copy of `envelope` beyond the duplicate limit, to a state of its
-    /// destination that has taken every copy the limit allows (or that taking one leaves as it
-    /// was), could visit a state that is not in the node's set, or send a message whose copies
-    /// are not all in `I+` up to the limit — a copy beyond that is kept out in its turn, and
-    /// matters as [`Self::beyond_matters`] finds. A handler
+    /// Whether delivering a copy of `envelope` that `I+` does not have, to a state of its
+    /// destination that has taken every copy `I+` has (or that taking one leaves as it was),
+    /// could visit a state that is not in the node's set, or send a copy `I+` does not have of
+    /// a message that matters in its turn, as [`Self::beyond_matters`] finds. A handler
     /// does not see copy numbers, so where no such step does, the copies kept out change only
     /// how often known messages are sent, never a node's set of states: the sets are closed
     /// under every delivery a real run makes, and the run is as complete as without a limit.
@@ -655,9 +655,7 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                         let Some(&sent_first) = self.message_index.get(&(sent_hash, 0, 0)) else {
                             return true;
                         };
-                        let within = (1..=self.duplicates)
-                            .all(|copy| self.message_index.contains_key(&(sent_hash, copy, 0)));
-                        if !within || self.beyond_matters(sent, sent_first, budget, probing) {
+                        if self.beyond_matters(sent, sent_first, budget, probing) {
                             return true;
                         }
                     }
