@@ -107,22 +107,25 @@ fn handler_panics_on_impossible_local_states_are_discarded_quietly() {
 }
 
 /// The dining philosophers retry round and round, so a fork rejects a philosopher more often
-/// than any duplicate limit allows. Under `--lmc-duplicates 1` the copy kept out is probed:
-/// the fork it finds taken stays so and sends one more rejection, a copy `I+` does not have,
-/// which is probed in its turn at the philosopher and leads only to states known already. Every
-/// node's set is then closed (each of the two fork and four philosopher states is there), and
-/// the run is exhausted, not cut at the limit.
+/// than any duplicate limit allows. The copy the limit keeps out is probed: the fork it finds
+/// taken stays so and rejects once more, and that rejection (a copy `I+` does not have, or no
+/// copy of a rejection it has, since a fork's one taken state keeps one first path) is probed
+/// in its turn at the philosopher, where it leads only to states known already. Every node's
+/// set is then closed (each of the two fork and four philosopher states is there), and the run
+/// is exhausted, not cut at the limit.
 #[test]
 fn a_duplicate_limit_whose_cut_leads_nowhere_new_leaves_the_run_exhausted() {
     let dir = scratch("lmc-probe");
-    let args = ["check", "dining-philosophers", "--engine", "lmc", "--lmc-duplicates", "1", "--json"];
-    let output = foretell(&args, &dir);
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let report = support::json(&output.stdout);
-    assert_eq!(report["completion"], "exhausted", "{report}");
-    let states: Vec<u64> =
-        report["lmc"]["local_states"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect();
-    assert_eq!(states, [2, 2, 2, 4, 4, 4], "{report}");
+    for limit in ["0", "1"] {
+        let args = ["check", "dining-philosophers", "--engine", "lmc", "--lmc-duplicates", limit, "--json"];
+        let output = foretell(&args, &dir);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let report = support::json(&output.stdout);
+        assert_eq!(report["completion"], "exhausted", "{report}");
+        let states: Vec<u64> =
+            report["lmc"]["local_states"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect();
+        assert_eq!(states, [2, 2, 2, 4, 4, 4], "{report}");
+    }
 }
 
 /// An online-style run holds to a memory budget as to a time budget: two proposals (the

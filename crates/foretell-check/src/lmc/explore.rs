@@ -65,7 +65,7 @@ use foretell_model::{
     ChoiceOdometer, Chooser, Envelope, FingerprintHasher, LocalAction, LocalEvent, LocalState, NetworkKind,
     NodeId, Protocol, Simulator, StepViolation, SystemState, World,
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::ControlFlow;
 use std::rc::Rc;
 
@@ -77,6 +77,12 @@ pub(crate) type StateId = u32;
 pub(crate) type PredId = u32;
 /// No pointer: where every state's chain of pointers into it ends (at once for a start state).
 const NO_PRED: PredId = PredId::MAX;
+
+/// The handler runs probing the duplicate limit's cut may always make, however few the
+/// exploration made: a probe follows each reply it sends, so it can take more runs than a
+/// small exploration did.
+const PROBE_RUNS_AT_LEAST: u64 = 10_000;
+
 /// Index of a table of sendings in its node's [`SentTables`].
 type SentId = u32;
 
@@ -566,37 +572,36 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         if self.channels.on {
             return true;
         }
-        // Probing costs handler runs; past as many as the exploration made, the cut is assumed
-        // to matter.
-        let mut budget = self.counts.transitions;
-        let mut probing = Vec::new();
+        // Probing costs handler runs; past as many as the exploration made (or a few
+        // milliseconds' worth, where it made fewer), the cut is assumed to matter.
+        let mut budget = self.counts.transitions.max(PROBE_RUNS_AT_LEAST);
+        let mut probed = FxHashSet::default();
         self.messages.iter().filter(|m| !m.delivered).any(|kept_out| {
-            self.beyond_matters(&kept_out.envelope, kept_out.first, &mut budget, &mut probing)
+            self.beyond_matters(&kept_out.envelope, Some(kept_out.first), &mut budget, &mut probed)
         })
     }
 
-    /// Whether a copy of `envelope` that `I+` does not have (whose first copy is `first`) —
-    /// one beyond the duplicate limit, or the next one a probe's reply would add — could lead
-    /// anywhere new: only if the last copy `I+` has was taken somewhere (everywhere else the
-    /// new one does what that one does), and then as [`Self::leads_anywhere_new`] finds.
-    /// `probing` holds the envelopes whose probes are under way: a copy one of them sends
-    /// again is assumed to lead nowhere new, the assumption the probe under way decides.
+    /// Whether a copy of `envelope` that `I+` does not have (whose first copy is `first`, if
+    /// it has one) — one beyond the duplicate limit, the next one a probe's reply would add,
+    /// or a reply no path sent — could lead anywhere new: only if the last copy `I+` has, if
+    /// any, was taken somewhere (everywhere else the new one does what that one does), and
+    /// then as [`Self::leads_anywhere_new`] finds.
+    /// `probed` holds the envelopes probed so far, each once: one whose probe is under way is
+    /// assumed to lead nowhere new, the assumption that probe decides, and one whose probe
+    /// ended leads nowhere new (a probe that finds a copy matters ends them all).
     fn beyond_matters(
         &self,
         envelope: &Envelope<P::Msg>,
-        first: MsgId,
+        first: Option<MsgId>,
         budget: &mut u64,
-        probing: &mut Vec<u128>,
+        probed: &mut FxHashSet<u128>,
     ) -> bool {
         let hash = envelope.hash();
         let last = (0..=self.duplicates).rev().find_map(|copy| self.message_index.get(&(hash, copy, 0)));
-        if !last.is_none_or(|&id| self.messages[id as usize].taken) || probing.contains(&hash) {
+        if !last.is_none_or(|&id| self.messages[id as usize].taken) || !probed.insert(hash) {
             return false;
         }
-        probing.push(hash);
-        let matters = self.leads_anywhere_new(envelope, first, budget, probing);
-        probing.pop();
-        matters
+        self.leads_anywhere_new(envelope, first, budget, probed)
     }
 
     /// Whether delivering a copy of `envelope` that `I+` does not have, to a state of its
@@ -612,9 +617,9 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
     fn leads_anywhere_new(
         &self,
         envelope: &Envelope<P::Msg>,
-        first: MsgId,
+        first: Option<MsgId>,
         budget: &mut u64,
-        probing: &mut Vec<u128>,
+        probed: &mut FxHashSet<u128>,
     ) -> bool {
         let (to, hash) = (envelope.to, envelope.hash());
         let copies: Vec<MsgId> = (0..=self.duplicates)
@@ -628,8 +633,12 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             // instead, which does the same — unless taking it leaves the state as it was: then
             // the copy kept out is one repetition more, whose replies count.
             let took_all = copies.iter().all(|id| history.binary_search(id).is_ok());
-            if to_itself && states.sendings(state, first).is_none() {
-                continue;
+            match first {
+                // A message to itself that no path sent reaches the state a probe made it at,
+                // which the probe does not follow.
+                None if to_itself => return true,
+                Some(first) if to_itself && states.sendings(state, first).is_none() => continue,
+                _ => {}
             }
             let mut odometer = ChoiceOdometer::new();
             loop {
@@ -652,10 +661,8 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
                         if self.message_index.contains_key(&(sent_hash, self.duplicates + 1, 0)) {
                             continue; // kept out already, and probed in its turn
                         }
-                        let Some(&sent_first) = self.message_index.get(&(sent_hash, 0, 0)) else {
-                            return true;
-                        };
-                        if self.beyond_matters(sent, sent_first, budget, probing) {
+                        let sent_first = self.message_index.get(&(sent_hash, 0, 0)).copied();
+                        if self.beyond_matters(sent, sent_first, budget, probed) {
                             return true;
                         }
                     }
