@@ -666,6 +666,99 @@ fn copies_sent_round_cycles_and_by_replies_reach_their_receivers() {
     bounded(&echo(3), "fewer acks", 1);
 }
 
+/// Node 0 grants a lock to its first request and answers `Busy` to every later one; node 1
+/// asks, and asks again once granted. A `patient` client ignores `Busy`; the other gives up.
+struct Lock {
+    patient: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum LockMsg {
+    Req,
+    Grant,
+    Busy,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+enum LockState {
+    Server { held: bool },
+    Waiting,
+    Granted,
+    Refused,
+}
+
+impl Protocol for Lock {
+    type State = LockState;
+    type Msg = LockMsg;
+    type Timer = ();
+    type Input = ();
+
+    fn init(&self, me: NodeId, out: &mut Out<'_, Self>) -> LockState {
+        if me.index() == 0 {
+            LockState::Server { held: false }
+        } else {
+            out.send(NodeId(0), LockMsg::Req);
+            LockState::Waiting
+        }
+    }
+
+    fn on_message(
+        &self,
+        _: NodeId,
+        state: &mut LockState,
+        from: NodeId,
+        msg: &LockMsg,
+        out: &mut Out<'_, Self>,
+    ) {
+        match (&mut *state, msg) {
+            (LockState::Server { held }, LockMsg::Req) => {
+                out.send(from, if *held { LockMsg::Busy } else { LockMsg::Grant });
+                *held = true;
+            }
+            (LockState::Waiting, LockMsg::Grant) => {
+                out.send(NodeId(0), LockMsg::Req);
+                *state = LockState::Granted;
+            }
+            (_, LockMsg::Busy) if !self.patient => *state = LockState::Refused,
+            (_, LockMsg::Busy) => {}
+            _ => out.disable(),
+        }
+    }
+}
+
+/// `Lock`'s model: the client is never refused.
+fn lock(patient: bool) -> Model<Lock> {
+    Model::new(Lock { patient })
+        .nodes(2)
+        .network(NetworkKind::Unordered)
+        .always("never refused", |w| *w.state(NodeId(1)) != LockState::Refused)
+}
+
+/// The server's held state keeps the path that took the client's first request, so under
+/// the default duplicate limit the second request (a copy beyond it) is never delivered there
+/// and no `Busy` is ever sent. The probe of that copy makes one, a message `I+` has no copy of,
+/// and probes it in its turn: where the client gives up on it, that is a state the client does
+/// not have, the run is bounded, and a limit of 1 finds the refusal; where the client ignores
+/// it, the client's states are closed and the run is exhausted.
+#[test]
+fn a_reply_no_path_sent_is_probed_at_its_receiver() {
+    let run = |patient, duplicates| {
+        let options = LmcOptions { duplicates, ..LmcOptions::default() };
+        let report = Check::lmc(&lock(patient)).lmc_options(options).run();
+        println!("{report}");
+        report
+    };
+    let bounded = run(false, 0);
+    bounded.assert_holds("never refused");
+    assert_eq!(bounded.completion, Completion::DepthBound, "{bounded}");
+    let found = run(false, 1);
+    let violation = found.assert_violated("never refused");
+    Simulator::new(&lock(false)).unwrap().replay(&violation.trace).expect("the trace replays");
+    let closed = run(true, 0);
+    closed.assert_holds("never refused");
+    assert_eq!(closed.completion, Completion::Exhausted, "{closed}");
+}
+
 /// With a soundness budget smaller than the one run to the violation, verification gives up:
 /// the property is reported undecided (and the verdict says so), not as holding.
 #[test]

@@ -511,10 +511,18 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             counts_copies: !channels.on && sim.model().network_kind() != NetworkKind::GrowOnly,
         };
         let mut copies: Vec<(u128, u32)> = Vec::new();
+        let mut sent: Vec<Vec<(MsgId, u32)>> = vec![Vec::new(); space.nodes.len()];
         for (envelope, place) in in_flight.into_iter().zip(places) {
             let copy = bump(&mut copies, envelope.hash());
+            let from = envelope.from.index();
             let id = space.intern(envelope, copy, place);
             space.initial_messages.push(id);
+            bump(&mut sent[from], space.messages[id as usize].first);
+        }
+        // The start world's messages were sent on the way to their senders' start states: a
+        // sender that sends one again sends its next copy.
+        for (node, table) in space.nodes.iter_mut().zip(sent) {
+            node.states[0].sent = node.sent.intern(&table);
         }
         space
     }
