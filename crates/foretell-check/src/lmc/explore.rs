@@ -633,21 +633,22 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         let copies: Vec<MsgId> = (0..=self.duplicates)
             .filter_map(|copy| self.message_index.get(&(hash, copy, 0)).copied())
             .collect();
-        let to_itself = envelope.from == to;
+        // A message to itself is taken only by states whose path sent it; one that no path
+        // sent reaches the state a probe made it at, which the probe does not follow.
+        let sent_to_itself = match first {
+            None if envelope.from == to => return true,
+            first => first.filter(|_| envelope.from == to),
+        };
         let states = &self.nodes[to.index()];
         for (id, state) in states.states.iter().enumerate() {
+            if sent_to_itself.is_some_and(|first| states.sendings(state, first).is_none()) {
+                continue;
+            }
             let history = states.history(state);
             // A state that has not taken every copy the limit allows could take one of those
             // instead, which does the same — unless taking it leaves the state as it was: then
             // the copy kept out is one repetition more, whose replies count.
             let took_all = copies.iter().all(|id| history.binary_search(id).is_ok());
-            match first {
-                // A message to itself that no path sent reaches the state a probe made it at,
-                // which the probe does not follow.
-                None if to_itself => return true,
-                Some(first) if to_itself && states.sendings(state, first).is_none() => continue,
-                _ => {}
-            }
             let mut odometer = ChoiceOdometer::new();
             loop {
                 if *budget == 0 {
@@ -755,9 +756,9 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             let end = self.nodes[to.index()].states.len();
             let start = std::mem::replace(&mut self.messages[m].applied, end);
             let first = self.messages[m].first;
-            // A message a node sends itself is produced on its own path, or not at all (unless
-            // it was in flight at the start).
-            let to_itself = self.messages[m].envelope.from == to && m >= self.initial_messages.len();
+            // A message a node sends itself is produced on its own path, or not at all (one in
+            // flight at the start counts as sent on the way to its start state).
+            let to_itself = self.messages[m].envelope.from == to;
             let (width, place) = (self.channels.width_if::<ORDERED>(), self.messages[m].place);
             let turn = self.channels.received(self.messages[m].envelope.from);
             for s in start..end {
