@@ -1002,6 +1002,11 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
         }
         let target_sent = states.sent.get(target.sent);
         let target_surplus = states.surplus.get(&to).map_or(&[][..], Vec::as_slice);
+        // The common merge: two paths that sent the same, neither beyond its first path.
+        // Nothing to raise, and no copies to fill.
+        if surplus.is_none() && target_surplus.is_empty() && most[..] == *target_sent {
+            return false;
+        }
         let count = |table: &[(MsgId, u32)], first: MsgId| {
             table.binary_search_by_key(&first, |&(f, _)| f).map_or(0, |at| table[at].1)
         };
