@@ -67,7 +67,8 @@ use foretell_model::{
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::ControlFlow;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Index of a message in `I+`.
 pub(crate) type MsgId = u32;
@@ -182,8 +183,8 @@ pub(crate) struct LocalNode<P: Protocol> {
 /// received (about a thousand tables for a million states of two proposals), so a state
 /// names its table.
 struct SentTables {
-    tables: Vec<Rc<[(MsgId, u32)]>>,
-    index: FxHashMap<Rc<[(MsgId, u32)]>, SentId>,
+    tables: Vec<Arc<[(MsgId, u32)]>>,
+    index: FxHashMap<Arc<[(MsgId, u32)]>, SentId>,
 }
 
 impl SentTables {
@@ -200,8 +201,8 @@ impl SentTables {
             return id;
         }
         let id = self.tables.len() as SentId;
-        let table: Rc<[(MsgId, u32)]> = table.into();
-        self.index.insert(Rc::clone(&table), id);
+        let table: Arc<[(MsgId, u32)]> = table.into();
+        self.index.insert(Arc::clone(&table), id);
         self.tables.push(table);
         id
     }
@@ -682,6 +683,13 @@ impl<'s, 'm, P: Protocol> LocalSpace<'s, 'm, P> {
             }
         }
         false
+    }
+
+    /// Ends the space, whose run started at `started`: its local states and `I+`, millions of
+    /// allocations after a long run, are dropped off the report's path
+    /// ([`crate::teardown::release`]).
+    pub(crate) fn release(self, started: Instant) {
+        crate::teardown::release((self.nodes, self.messages, self.message_index), started);
     }
 
     /// Predecessor pointers added to states visited before, over all nodes.

@@ -261,6 +261,9 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
     /// violation is found or the run is stopped. Returns the violation and what the limits
     /// cut.
     fn explore(&mut self, bound: Option<u32>, combiner: &mut Combiner<P>) -> (Option<Violation>, Cuts) {
+        // An earlier round's space is dropped before this one starts: the memory budget sees
+        // this round's own.
+        crate::teardown::settle();
         let sim = self.sim;
         let in_flight = self.start.messages().cloned().collect::<Vec<_>>();
         let locals = sim.local_states(&self.start);
@@ -340,6 +343,7 @@ impl<P: Protocol> Run<'_, '_, '_, P> {
         self.note_space(&space, combiner.into_inner());
         let violation = verdicts.sound.map(|order| self.violation(&space, &order));
         let cuts = Cuts { local_events: space.bounded, duplicates: space.duplicates_cut() };
+        space.release(self.started);
         (violation, cuts)
     }
 
